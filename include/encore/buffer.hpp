@@ -1,0 +1,88 @@
+#pragma once
+// Buffer: a cheap shared handle to device memory, allocated lazily on first use.
+//   encore::Buffer x = dev.alloc(encore::DType::f32, 1024);
+//   x.copyin(std::vector<float>(1024, 1.f));
+//   std::vector<float> back = x.copyout<float>();
+//   encore::Buffer tail = x.view(512, 512);   // a view: same storage, 512 elements from element 512
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "encore/dtype.hpp"
+#include "encore/error.hpp"
+#include "encore/export.hpp"
+
+namespace encore {
+
+class Device;
+namespace detail { struct BufferImpl; }
+
+class ENCORE_API Buffer {
+ public:
+  Buffer() = default;  // a null handle
+  Buffer(const Device& device, DType dtype, size_t count);
+
+  explicit operator bool() const { return impl_ != nullptr; }
+  Device device() const;
+  DType dtype() const;
+  size_t count() const;
+  size_t nbytes() const;
+  // Byte offset into the base storage (0 unless a view).
+  size_t offset() const;
+  bool is_view() const;
+  // The storage this buffer lives in (itself unless a view).
+  Buffer base() const;
+  bool allocated() const;
+
+  // A view of `count` elements starting at element `offset`. The byte offset must be a multiple of
+  // the device's base-address alignment (128 B on PoCL): ArgumentError otherwise.
+  Buffer view(size_t offset, size_t count) const;
+  // A view with another element type over the same bytes (sizes must divide evenly).
+  Buffer view_as(DType dtype, size_t byte_offset, size_t count) const;
+
+  // Host transfers; sizes must match exactly. copyin blocks until the data is taken;
+  // copyout waits for the device work that writes this buffer.
+  void copyin_bytes(const void* src, size_t nbytes) const;
+  void copyout_bytes(void* dst, size_t nbytes) const;
+  template <class T> void copyin(std::span<const T> src) const {
+    check_type(dtype_of<T>, sizeof(T), has_dtype<T>);
+    copyin_bytes(src.data(), src.size_bytes());
+  }
+  template <class T> void copyin(const std::vector<T>& src) const { copyin(std::span<const T>(src)); }
+  template <class T> void copyout(std::span<T> dst) const {
+    check_type(dtype_of<T>, sizeof(T), has_dtype<T>);
+    copyout_bytes(dst.data(), dst.size_bytes());
+  }
+  template <class T> std::vector<T> copyout() const {
+    std::vector<T> out(nbytes() / sizeof(T));
+    copyout(std::span<T>(out));
+    return out;
+  }
+
+  // Every write through encore bumps the storage's version; a write through a native handle
+  // (encore/opencl.hpp) must call touch() so captured units notice it.
+  void touch() const;
+  uint64_t version() const;
+
+  // Optional label used in error messages and traces.
+  const std::string& name() const;
+  Buffer& set_name(std::string name);
+
+  bool operator==(const Buffer& o) const { return impl_ == o.impl_; }
+  // True when the two buffers share at least one byte of storage.
+  bool overlaps(const Buffer& o) const;
+  std::string describe() const;  // "f32[1024] 'x' on CL:0"
+
+  detail::BufferImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<detail::BufferImpl>& shared_impl() const { return impl_; }
+  explicit Buffer(std::shared_ptr<detail::BufferImpl> impl) : impl_(std::move(impl)) {}
+
+ private:
+  void check_type(DType t, size_t elem, bool known) const;
+  std::shared_ptr<detail::BufferImpl> impl_;
+};
+
+}  // namespace encore

@@ -1,0 +1,98 @@
+#pragma once
+// Device: one OpenCL device (or the NULL device) with its in-order queue, allocator and compiler.
+//   encore::Device dev = encore::Device::open();        // first GPU, else first OpenCL device
+//   encore::Device cpu = encore::Device::open("CL:1");  // device 1 across all platforms
+//   encore::Device null = encore::Device::open("NULL"); // no-op device: measures encore's own cost
+// ENCORE_DEVICE overrides the default. Opening the same name twice gives the same device.
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "encore/buffer.hpp"
+#include "encore/exec_item.hpp"
+#include "encore/program.hpp"
+
+namespace encore {
+
+namespace detail { struct DeviceImpl; }
+
+struct DeviceInfo {
+  std::string id;               // "CL:0", "NULL"
+  std::string name, vendor, version, driver_version, platform;
+  bool is_gpu = false;
+  uint32_t compute_units = 0;
+  uint64_t global_mem_bytes = 0, max_alloc_bytes = 0;
+  size_t base_align_bytes = 128;  // sub-buffer offsets must be multiples of this
+  size_t max_work_group_size = 1;
+  std::vector<std::pair<std::string, std::string>> extensions;  // name, version ("1.0.0" or "")
+  std::string command_buffer_version;  // cl_khr_command_buffer version, "" when absent
+  bool mutable_dispatch = false;
+};
+
+struct AllocatorStats {
+  size_t bytes_in_use = 0;   // held by live buffers
+  size_t peak_bytes = 0;     // high-water mark of bytes_in_use
+  size_t cached_bytes = 0;   // freed, kept for reuse
+  size_t allocations = 0;    // fresh device allocations made
+  size_t reuses = 0;         // allocations served from the cache
+};
+
+class ENCORE_API Device {
+ public:
+  Device() = default;
+  static Device open(std::string_view name = "");
+  // Every OpenCL device on this machine, in "CL:N" order (empty when there is no OpenCL platform).
+  static std::vector<DeviceInfo> list();
+
+  const DeviceInfo& info() const;
+  const std::string& id() const { return info().id; }
+  bool is_null() const;
+
+  Buffer alloc(DType dtype, size_t count) const { return Buffer(*this, dtype, count); }
+  template <class T> Buffer alloc(size_t count) const { return Buffer(*this, dtype_of<T>, count); }
+
+  Program compile(const std::string& source, const std::string& options = "") const;
+
+  // Eager execution: builds an ExecItem and runs it at once (recorded when a capture is active).
+  //   dev.launch(k, {n}, {}, x, y, 2.0f, encore::in(w), pos, encore::LocalMem{256});
+  template <class... A> void launch(const Kernel& k, const Sizes& global, const Sizes& local, A&&... args) const {
+    std::vector<Arg> v{Arg(std::forward<A>(args))...};
+    launch_args(k, global, local, std::move(v));
+  }
+  void launch_args(const Kernel& k, const Sizes& global, const Sizes& local, std::vector<Arg> args,
+                   std::string name = {}, Estimate estimate = {}) const;
+  // Whole-buffer copy, equal byte sizes; src may be on another device.
+  void copy(const Buffer& dst, const Buffer& src) const;
+  // Runs an item (kernel, copy or upload) as eager work on the item's device.
+  void run(const ExecItem& item) const;
+  // Waits until all work queued on this device has finished.
+  void synchronize() const;
+
+  AllocatorStats allocator_stats() const;
+  void free_cache() const;  // releases memory kept for reuse
+
+  bool operator==(const Device& o) const { return impl_ == o.impl_; }
+  explicit operator bool() const { return impl_ != nullptr; }
+  detail::DeviceImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<detail::DeviceImpl>& shared_impl() const { return impl_; }
+  explicit Device(std::shared_ptr<detail::DeviceImpl> d) : impl_(std::move(d)) {}
+
+ private:
+  std::shared_ptr<detail::DeviceImpl> impl_;
+};
+
+// Runs items in order with captured buffers replaced per `buffer_map` and variables set from
+// `var_vals` first. The convenient, slow form; ExecutionUnit is the fast one.
+ENCORE_API void run_schedule(std::span<const ExecItem> items, const std::map<Buffer, Buffer>& buffer_map = {},
+                             std::span<const BoundVar> var_vals = {});
+
+// Ordering for std::map keys: by identity.
+inline bool operator<(const Buffer& a, const Buffer& b) { return a.impl() < b.impl(); }
+
+}  // namespace encore

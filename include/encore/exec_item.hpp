@@ -1,0 +1,99 @@
+#pragma once
+// ExecItem: one unit of device work (a kernel launch, a buffer copy or a host upload), as run
+// eagerly and as recorded by a capture.
+//   for (const encore::ExecItem& it : unit.items()) std::cout << it.describe() << "\n";
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "encore/buffer.hpp"
+#include "encore/program.hpp"
+#include "encore/variable.hpp"
+
+namespace encore {
+
+// 1 to 3 launch sizes; an empty Sizes as the local size lets encore choose.
+struct ENCORE_API Sizes {
+  std::array<Size, 3> v{};
+  uint8_t n = 0;
+  Sizes() = default;
+  Sizes(std::initializer_list<Size> s);
+  Sizes(const Size& s) : n(1) { v[0] = s; }  // NOLINT
+  bool empty() const { return n == 0; }
+  bool uses_variable() const;
+};
+
+// A buffer argument with its access stated at launch: encore::in(x), encore::out(y), encore::inout(z).
+struct BufferArg {
+  Buffer buf;
+  Access access = Access::none;  // none: from the kernel's qualifiers
+};
+inline BufferArg in(Buffer b) { return {std::move(b), Access::in}; }
+inline BufferArg out(Buffer b) { return {std::move(b), Access::out}; }
+inline BufferArg inout(Buffer b) { return {std::move(b), Access::inout}; }
+
+// __local memory of `bytes` for a `__local T*` parameter.
+struct LocalMem {
+  size_t bytes;
+};
+
+// One kernel argument as given to Device::launch.
+struct ENCORE_API Arg {
+  enum class Kind : uint8_t { buffer, scalar, variable, local };
+  Kind kind = Kind::scalar;
+  Buffer buf;
+  Access access = Access::none;
+  DType dtype = DType::i32;  // scalar or variable type as passed
+  uint64_t bits = 0;         // scalar value, little-endian in the low bytes
+  std::optional<Variable> var;
+  size_t local_bytes = 0;
+
+  Arg(const Buffer& b) : kind(Kind::buffer), buf(b) {}  // NOLINT
+  Arg(const BufferArg& b) : kind(Kind::buffer), buf(b.buf), access(b.access) {}  // NOLINT
+  Arg(const Variable& v);  // NOLINT: i32 for integer variables, its own type for float ones
+  Arg(const Variable::As& v) : kind(Kind::variable), dtype(v.type), var(v.var) {}  // NOLINT
+  Arg(LocalMem l) : kind(Kind::local), local_bytes(l.bytes) {}  // NOLINT
+  template <class T, class = std::enable_if_t<has_dtype<T>>>
+  Arg(T v) : kind(Kind::scalar), dtype(dtype_of<T>) { std::memcpy(&bits, &v, sizeof(T)); }  // NOLINT
+};
+
+enum class ItemKind : uint8_t { kernel, copy, upload };
+
+// A byte range of one storage (base buffer) that an item reads and/or writes.
+struct StorageAccess {
+  detail::BufferImpl* storage = nullptr;  // the base buffer
+  uint64_t lo = 0, hi = 0;                // byte range [lo, hi)
+  Access access = Access::none;
+  Buffer buf;                             // the handle as passed (maybe a view)
+};
+
+struct Estimate {
+  double ops = 0, bytes = 0;
+};
+
+struct ENCORE_API ExecItem {
+  ItemKind kind = ItemKind::kernel;
+  // kernel
+  Kernel kernel;
+  std::vector<Arg> args;  // buffer args carry their resolved access (never Access::none)
+  Sizes global, local;
+  // copy: dst <- src; upload: dst <- *data
+  Buffer dst, src;
+  std::shared_ptr<const std::vector<unsigned char>> data;
+  // metadata
+  std::string name;
+  Estimate estimate;
+
+  // The storage ranges this item touches, with their access.
+  std::vector<StorageAccess> accesses() const;
+  bool uses_variables() const;
+  Device device() const;
+  std::string describe() const;
+};
+
+}  // namespace encore

@@ -1,0 +1,108 @@
+#pragma once
+// ExecutionUnit: a captured step, bound and ready to replay. One-time items are pruned, internal
+// temporaries planned into one arena, kernel arguments pre-set; a replay re-sets only what changed.
+//   encore::Capture cap;                       // record this frame
+//   size_t in = cap.add_input(frame_input);
+//   engine_step(dev, frame_input, state);      // issue work normally
+//   encore::ExecutionUnit unit = cap.end();
+//   unit.bind_input(in, next_input).bind_var(0, 17)();   // hot path: by slot, no allocation
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "encore/buffer.hpp"
+#include "encore/exec_item.hpp"
+#include "encore/variable.hpp"
+
+namespace encore {
+
+struct UnitOptions {
+  bool prune = true;           // drop one-time items from replay (DESIGN rule 2)
+  bool plan = true;            // plan internal temporaries into one arena (rule 3)
+  bool batch = false;          // command buffers where offered (rule 5); off: slower on PoCL 3.1
+  bool allow_copyout = false;  // permit copyout during capture (its value is frozen into the capture)
+};
+
+struct UnitStats {
+  size_t items = 0, items_pruned = 0, items_replayed = 0;
+  size_t inputs = 0, variables = 0;
+  uint64_t temp_bytes_naive = 0, temp_bytes_planned = 0, temp_bytes_lower_bound = 0;
+  size_t planned_temps = 0;
+  size_t batches = 0;  // submissions per replay
+};
+
+namespace detail { struct UnitImpl; struct UnitAccess; }
+
+class ENCORE_API ExecutionUnit {
+ public:
+  ExecutionUnit();
+  ~ExecutionUnit();
+  ExecutionUnit(ExecutionUnit&&) noexcept;
+  ExecutionUnit& operator=(ExecutionUnit&&) noexcept;
+
+  // Builds a unit over recorded items. `inputs` become slots 0..n-1 (rebindable); `outputs` are
+  // buffers handed out to the caller (never planned).
+  static ExecutionUnit build(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vector<Buffer> outputs,
+                             UnitOptions options = {});
+
+  const std::vector<ExecItem>& items() const;  // as captured, in order
+  std::vector<bool> one_time() const;          // per item: pruned from replay
+  const UnitStats& stats() const;
+  size_t num_inputs() const;
+  const Buffer& captured_input(size_t slot) const;
+  const Buffer& input(size_t slot) const;      // currently bound
+  size_t num_variables() const;
+  const Variable& variable(size_t slot) const;
+  // Slot of a variable the items use; JitError when they do not use it.
+  size_t variable_slot(const Variable& v) const;
+
+  // Hot path: swap an input (same dtype, count, device; JitError otherwise) / set a variable.
+  ExecutionUnit& bind_input(size_t slot, const Buffer& b);
+  ExecutionUnit& bind_var(size_t slot, int64_t value);
+  ExecutionUnit& bind_var_f(size_t slot, double value);
+  ExecutionUnit& bind(const BoundVar& v);
+  // Convenient form: captured input -> new buffer, variables by handle.
+  ExecutionUnit& update(const std::map<Buffer, Buffer>& buffers, std::span<const BoundVar> var_vals = {});
+
+  // Enqueues the step; asynchronous (copyout of a result waits for it).
+  void operator()();
+  // Runs the step, waits for it, and returns its device time in seconds (wall time where the
+  // device has no profiling).
+  double run_and_wait();
+
+  // Concatenation: pruning and planning are re-run over the whole.
+  ExecutionUnit operator+(const ExecutionUnit& o) const;
+  // Releases the arena; the next run allocates it again.
+  void free_intermediates();
+  explicit operator bool() const { return impl_ != nullptr; }
+
+ private:
+  friend struct detail::UnitImpl;
+  friend struct detail::UnitAccess;
+  std::unique_ptr<detail::UnitImpl> impl_;
+};
+
+// An explicit capture scope on the calling thread: every launch, copy and copyin issued on this
+// thread between construction and end() is recorded (and also runs eagerly).
+class ENCORE_API Capture {
+ public:
+  explicit Capture(UnitOptions options = {});
+  ~Capture();  // abandons the capture if end() was not called
+  Capture(const Capture&) = delete;
+  Capture& operator=(const Capture&) = delete;
+
+  size_t add_input(const Buffer& b);   // returns the input's slot
+  void add_output(const Buffer& b);
+  size_t items_recorded() const;
+  // Ends recording and builds the unit. JitError when nothing was recorded.
+  ExecutionUnit end();
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace encore

@@ -1,0 +1,275 @@
+#pragma once
+// TinyJit: wrap a step function; call 0 runs eagerly (warm-up), call 1 runs eagerly and records,
+// calls 2+ replay the recorded ExecutionUnit with the new call's inputs.
+//
+//   auto step = encore::TinyJit([&](encore::Buffer x, encore::BoundVar t) {
+//     encore::Buffer y = dev.alloc(encore::DType::f32, x.count());
+//     dev.launch(k, {x.count()}, {}, x, y, t.var);
+//     return y;
+//   });
+//   for (int i = 0; i < 100; ++i) encore::Buffer y = step(inputs[i % 3], t.bind(i));
+//
+// Inputs are the Buffer arguments (also inside std::vector, std::array, std::span, std::tuple,
+// std::pair); BoundVar arguments set variables; other arguments must be arithmetic or enums and
+// must keep their captured value. Buffers reached through the closure are state: replay uses them.
+//
+// FOOTGUNS (see tests/test_footguns.cpp):
+// - Replay returns the SAME output buffers every call, overwritten in place. Copy what you keep, or
+//   set JitOptions::fresh_outputs.
+// - Host code in the callable runs only during calls 0 and 1: branches, host-computed values and
+//   closure values read on the host are frozen at capture. Use Variables for values that vary;
+//   ENCORE_VERIFY=N (JitOptions::verify) checks the first N replays against eager execution.
+// - A call to another TinyJit inside a capture runs that callable eagerly, so its work is recorded
+//   into the outer capture; the inner jit's own call count does not advance.
+#include <any>
+#include <array>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <span>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "encore/buffer.hpp"
+#include "encore/error.hpp"
+#include "encore/execution_unit.hpp"
+#include "encore/variable.hpp"
+
+namespace encore {
+
+struct JitOptions {
+  bool enabled = true;          // ENCORE_JIT=0: every call runs eagerly
+  bool prune = true;
+  bool plan = true;
+  bool batch = false;
+  bool allow_copyout = false;   // copyout during capture is a JitError unless set
+  bool fresh_outputs = false;   // replay returns new copies of the outputs
+  int verify = 0;               // ENCORE_VERIFY=N: check the first N replays against eager runs
+  ENCORE_API static JitOptions from_env();
+  UnitOptions unit() const { return {prune, plan, batch, allow_copyout}; }
+};
+
+namespace detail {
+
+// A plain scalar argument as seen at capture.
+struct ScalarSeen {
+  uint64_t bits = 0;
+  uint8_t size = 0;
+  char kind = 'i';  // 'i' signed, 'u' unsigned, 'f' floating, 'e' enum: for messages
+  bool operator==(const ScalarSeen&) const = default;
+};
+
+// The flattened arguments of one call: reused between calls, so flattening allocates nothing once
+// the vectors have grown.
+struct CallArgs {
+  std::vector<Buffer> buffers;
+  std::vector<BoundVar> vars;
+  std::vector<ScalarSeen> scalars;
+  void clear() { buffers.clear(); vars.clear(); scalars.clear(); }
+};
+
+template <class T> struct is_std_vector : std::false_type {};
+template <class T, class A> struct is_std_vector<std::vector<T, A>> : std::true_type {};
+template <class T> struct is_std_array : std::false_type {};
+template <class T, size_t N> struct is_std_array<std::array<T, N>> : std::true_type {};
+template <class T> struct is_std_span : std::false_type {};
+template <class T, size_t N> struct is_std_span<std::span<T, N>> : std::true_type {};
+template <class T> struct is_tuple_like : std::false_type {};
+template <class... T> struct is_tuple_like<std::tuple<T...>> : std::true_type {};
+template <class A, class B> struct is_tuple_like<std::pair<A, B>> : std::true_type {};
+
+template <class T> void flatten(CallArgs& out, const T& v) {
+  using U = std::remove_cvref_t<T>;
+  if constexpr (std::is_same_v<U, Buffer>) {
+    out.buffers.push_back(v);
+  } else if constexpr (std::is_same_v<U, BoundVar>) {
+    out.vars.push_back(v);
+  } else if constexpr (is_std_vector<U>::value || is_std_array<U>::value || is_std_span<U>::value) {
+    for (const auto& e : v) flatten(out, e);
+  } else if constexpr (is_tuple_like<U>::value) {
+    std::apply([&](const auto&... e) { (flatten(out, e), ...); }, v);
+  } else if constexpr (std::is_arithmetic_v<U> || std::is_enum_v<U>) {
+    ScalarSeen s;
+    if constexpr (std::is_floating_point_v<U>) {
+      double d = static_cast<double>(v);  // long double too: compared as double
+      std::memcpy(&s.bits, &d, 8);
+      s.kind = 'f';
+    } else {
+      std::memcpy(&s.bits, &v, sizeof(U));
+      s.kind = std::is_enum_v<U> ? 'e' : std::is_signed_v<U> ? 'i' : 'u';
+    }
+    s.size = static_cast<uint8_t>(sizeof(U));
+    out.scalars.push_back(s);
+  } else if constexpr (std::is_same_v<U, Variable>) {
+    static_assert(!std::is_same_v<U, Variable>, "pass variables to a TinyJit bound: var.bind(value)");
+  } else {
+    static_assert(std::is_arithmetic_v<U>,
+                  "TinyJit arguments must be Buffers, BoundVars, arithmetic values or enums, or "
+                  "std::vector/array/span/tuple/pair of them; capture anything else in the closure");
+  }
+}
+
+template <class T> void collect_outputs(std::vector<Buffer>& out, const T& v) {
+  using U = std::remove_cvref_t<T>;
+  if constexpr (std::is_same_v<U, Buffer>) {
+    out.push_back(v);
+  } else if constexpr (is_std_vector<U>::value || is_std_array<U>::value) {
+    for (const auto& e : v) collect_outputs(out, e);
+  } else if constexpr (is_tuple_like<U>::value) {
+    std::apply([&](const auto&... e) { (collect_outputs(out, e), ...); }, v);
+  } else {
+    static_assert(std::is_same_v<U, Buffer>, "a TinyJit callable returns Buffers: one, a tuple/pair, a vector or array, or nothing");
+  }
+}
+
+// Rebuilds an output value with every Buffer replaced by f(buffer), in collect_outputs order.
+template <class T, class Fn> T map_outputs(const T& v, Fn& f) {
+  using U = std::remove_cvref_t<T>;
+  if constexpr (std::is_same_v<U, Buffer>) {
+    return f(v);
+  } else if constexpr (is_std_vector<U>::value || is_std_array<U>::value) {
+    U r = v;
+    for (auto& e : r) e = map_outputs(e, f);
+    return r;
+  } else {
+    return std::apply([&](const auto&... e) { return U{map_outputs(e, f)...}; }, v);
+  }
+}
+
+// Non-template parts of TinyJit, in the library.
+class ENCORE_API JitCore {
+ public:
+  explicit JitCore(JitOptions o);
+  ~JitCore();
+  static bool capture_active();   // a capture is recording on this thread
+  void begin_capture();
+  void end_capture(const std::vector<Buffer>& outputs);  // builds the unit from args_ and the outputs
+  void abandon_capture() noexcept;
+  void check_and_bind();          // validates args_ against the capture and binds slots
+  void replay();
+  // Verify mode: snapshot external state, let the caller run eagerly, compare.
+  void verify_begin();
+  void verify_after_eager(const std::vector<Buffer>& eager_outputs);
+  void verify_finish(const std::vector<Buffer>& replay_outputs);
+  void reset();
+
+  JitOptions opt;
+  int calls = 0;
+  int verify_left = 0;
+  CallArgs args;
+  std::vector<Buffer> outputs;   // captured outputs, in collect_outputs order
+  ExecutionUnit unit;
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace detail
+
+template <class F> class TinyJit {
+ public:
+  explicit TinyJit(F fn, JitOptions opt = JitOptions::from_env()) : fn_(std::move(fn)), core_(opt) {}
+
+  // Runs one call: eager (calls 0, 1, or when disabled) or replay (2+). Returns the callable's
+  // outputs; on replay these are the SAME buffers as the capture's, overwritten in place.
+  template <class... A> decltype(auto) operator()(A&&... a) {
+    using R = std::invoke_result_t<F&, A&&...>;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!core_.opt.enabled || detail::JitCore::capture_active()) return eager<R>(std::forward<A>(a)...);
+    core_.args.clear();
+    (detail::flatten(core_.args, a), ...);
+    if (core_.calls == 0) {
+      ++core_.calls;
+      return eager<R>(std::forward<A>(a)...);
+    }
+    if (core_.calls == 1) {
+      core_.begin_capture();
+      try {
+        if constexpr (std::is_void_v<R>) {
+          std::invoke(fn_, std::forward<A>(a)...);
+          core_.end_capture({});
+        } else {
+          result_ = std::invoke(fn_, std::forward<A>(a)...);
+          std::vector<Buffer> outs;
+          detail::collect_outputs(outs, std::any_cast<R&>(result_));
+          core_.end_capture(outs);
+        }
+      } catch (...) {
+        core_.abandon_capture();
+        throw;
+      }
+      ++core_.calls;
+      if constexpr (!std::is_void_v<R>) return static_cast<const R&>(std::any_cast<R&>(result_));
+      else return;
+    }
+    core_.check_and_bind();
+    if (core_.verify_left > 0) {
+      --core_.verify_left;
+      core_.verify_begin();
+      std::vector<Buffer> eager_outs;
+      if constexpr (!std::is_void_v<R>) {
+        R r = std::invoke(fn_, std::forward<A>(a)...);
+        detail::collect_outputs(eager_outs, r);
+      } else {
+        std::invoke(fn_, std::forward<A>(a)...);
+      }
+      core_.verify_after_eager(eager_outs);
+      core_.replay();
+      core_.verify_finish(core_.outputs);
+    } else {
+      core_.replay();
+    }
+    ++core_.calls;
+    if constexpr (!std::is_void_v<R>) {
+      R& r = std::any_cast<R&>(result_);
+      if (core_.opt.fresh_outputs) {
+        auto copy = [](const Buffer& b) {
+          Buffer c(b.device(), b.dtype(), b.count());
+          copy_buffer(c, b);
+          return c;
+        };
+        fresh_ = detail::map_outputs(r, copy);
+        return static_cast<const R&>(std::any_cast<R&>(fresh_));
+      }
+      return static_cast<const R&>(r);
+    }
+  }
+
+  // Drops the capture: the next call is call 0 again.
+  void reset() {
+    std::lock_guard<std::mutex> lock(mu_);
+    core_.reset();
+    result_.reset();
+    fresh_.reset();
+  }
+  int calls() const { return core_.calls; }
+  // The captured unit (empty before call 2).
+  const ExecutionUnit& unit() const { return core_.unit; }
+  ExecutionUnit& unit() { return core_.unit; }
+  const JitOptions& options() const { return core_.opt; }
+
+ private:
+  template <class R, class... A> decltype(auto) eager(A&&... a) {
+    if constexpr (std::is_void_v<R>) {
+      std::invoke(fn_, std::forward<A>(a)...);
+    } else {
+      result_ = std::invoke(fn_, std::forward<A>(a)...);
+      return static_cast<const R&>(std::any_cast<R&>(result_));
+    }
+  }
+  static void copy_buffer(const Buffer& dst, const Buffer& src);
+
+  F fn_;
+  detail::JitCore core_;
+  std::mutex mu_;
+  std::any result_, fresh_;
+};
+
+ENCORE_API void copy_buffer_eager(const Buffer& dst, const Buffer& src);
+template <class F> void TinyJit<F>::copy_buffer(const Buffer& dst, const Buffer& src) { copy_buffer_eager(dst, src); }
+
+}  // namespace encore

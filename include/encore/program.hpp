@@ -1,0 +1,87 @@
+#pragma once
+// OpenCL C compiled for one device.
+//   encore::Program p = dev.compile("__kernel void add1(__global float* x) { x[get_global_id(0)] += 1; }");
+//   encore::Kernel k = p.kernel("add1");
+//   dev.launch(k, {1024}, {}, x);
+// Programs are cached in memory per (device, source, options) and on disk (ENCORE_CACHE, default
+// ~/.cache/encore, "0" disables). A build failure throws CompileError with the build log.
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "encore/dtype.hpp"
+#include "encore/export.hpp"
+
+namespace encore {
+
+class Device;
+namespace detail { struct ProgramImpl; struct KernelImpl; }
+
+// How a kernel touches a buffer argument.
+enum class Access : uint8_t { none = 0, in = 1, out = 2, inout = 3 };
+ENCORE_API const char* name(Access a);
+
+enum class AddressSpace : uint8_t { global, constant, local, private_ };
+
+// One kernel parameter as declared in the source.
+struct KernelParam {
+  std::string name;
+  std::string type_name;      // "float*", "int"
+  AddressSpace space = AddressSpace::private_;
+  bool is_pointer = false;
+  bool const_data = false;    // pointer to const (or __constant) data
+  std::optional<DType> scalar;  // for by-value scalars
+  // Default access of a pointer argument: in for const/__constant data, else inout.
+  Access default_access() const {
+    return !is_pointer || space == AddressSpace::local ? Access::none
+           : (const_data || space == AddressSpace::constant) ? Access::in : Access::inout;
+  }
+};
+
+class Kernel;
+
+class ENCORE_API Program {
+ public:
+  Program() = default;
+  Device device() const;
+  const std::string& source() const;
+  const std::string& options() const;
+  std::vector<std::string> kernel_names() const;
+  // ArgumentError naming the kernels that exist when there is no such kernel.
+  Kernel kernel(const std::string& name) const;
+  // The compiled binary (empty on the NULL device).
+  std::vector<unsigned char> binary() const;
+  // True when this program was loaded from the on-disk cache.
+  bool from_disk_cache() const;
+  // Write the binary to the disk cache now (it is also re-written after new launch configurations
+  // when the program is released).
+  void save_cache() const;
+
+  detail::ProgramImpl* impl() const { return impl_.get(); }
+  explicit Program(std::shared_ptr<detail::ProgramImpl> p) : impl_(std::move(p)) {}
+  explicit operator bool() const { return impl_ != nullptr; }
+
+ private:
+  std::shared_ptr<detail::ProgramImpl> impl_;
+};
+
+class ENCORE_API Kernel {
+ public:
+  Kernel() = default;
+  const std::string& name() const;
+  const std::vector<KernelParam>& params() const;
+  Program program() const;
+  Device device() const;
+  bool operator==(const Kernel& o) const { return impl_ == o.impl_; }
+  explicit operator bool() const { return impl_ != nullptr; }
+
+  detail::KernelImpl* impl() const { return impl_.get(); }
+  explicit Kernel(std::shared_ptr<detail::KernelImpl> k) : impl_(std::move(k)) {}
+
+ private:
+  std::shared_ptr<detail::KernelImpl> impl_;
+};
+
+}  // namespace encore

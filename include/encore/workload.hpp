@@ -1,0 +1,196 @@
+#pragma once
+// Workload files (`encore.workload/1`, see WORKLOAD.md): a step function described in JSON, run
+// eagerly and through TinyJit by `encore-bench` and checked for equal results.
+//   encore::workload::Workload w = encore::workload::load("heat.json");   // WorkloadError if invalid
+//   encore::Device dev = encore::Device::open();
+//   encore::workload::Report r = encore::workload::run(w, dev, {});
+//   std::cout << r.table();
+// Every WorkloadError names the JSON path of the problem: `step[3].args[1]: unknown buffer "w9"`.
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "encore/device.hpp"
+#include "encore/dtype.hpp"
+#include "encore/error.hpp"
+#include "encore/export.hpp"
+#include "encore/jit.hpp"
+#include "encore/program.hpp"
+#include "encore/variable.hpp"
+
+namespace encore {
+
+// An invalid workload file (encore-bench exits 2). path() is the JSON path ("" = top level).
+class ENCORE_API WorkloadError : public Error {
+ public:
+  WorkloadError(std::string path, const std::string& message);
+  const std::string& path() const noexcept { return path_; }
+  const std::string& message() const noexcept { return message_; }
+
+ private:
+  std::string path_, message_;
+};
+
+namespace workload {
+
+enum class Role : uint8_t { input, state, const_, temp, output };
+ENCORE_API const char* name(Role r);
+
+// A JSON number as written: integers exact (within 64 bits), anything else as a double.
+struct Number {
+  enum class Kind : uint8_t { sint, uint, real } kind = Kind::sint;
+  int64_t i = 0;
+  uint64_t u = 0;
+  double d = 0;
+  bool integral() const { return kind != Kind::real; }
+};
+
+struct Init {
+  enum class Kind : uint8_t { zeros, fill, uniform, arange, file } kind = Kind::zeros;
+  Number fill;                          // fill
+  double lo = 0, hi = 0;                // uniform
+  uint64_t seed = 0;                    //   (mod 2^64)
+  Number start, step;                   // arange
+  std::filesystem::path file;           // file (resolved against the workload's directory)
+};
+
+struct BufferSpec {
+  std::string name;
+  DType dtype = DType::f32;
+  size_t count = 0;
+  Role role = Role::temp;
+  Init init;
+};
+
+struct VariableSpec {
+  std::string name;
+  VarType type = VarType::i64;          // "int" is i64 here; `as` picks the argument type
+  int64_t min = 0, max = 0;             // int bounds
+  double fmin = -1e300, fmax = 1e300;   // float bounds
+  std::vector<int64_t> ivalues;         // int: values[call % size]
+  std::vector<double> fvalues;          // float
+  size_t size() const { return type == VarType::i64 ? ivalues.size() : fvalues.size(); }
+};
+
+// m·var + a, or the literal a when var < 0.
+struct SizeExpr {
+  int var = -1;
+  int64_t mul = 1, add = 0;
+  int64_t eval(int64_t v) const { return var < 0 ? add : mul * v + add; }
+};
+
+struct ArgSpec {
+  enum class Kind : uint8_t { buffer, scalar, variable, local } kind = Kind::buffer;
+  int buffer = -1;                      // buffer
+  Access access = Access::none;         //   none: from the kernel's qualifiers
+  bool view = false;                    //   offset/count given
+  size_t offset = 0, count = 0;         //   elements; count resolved against the buffer
+  DType dtype = DType::i32;             // scalar type, or the variable's argument type
+  uint64_t bits = 0;                    // scalar value, little-endian in the low bytes
+  int variable = -1;                    // variable
+  size_t local_bytes = 0;               // local
+};
+
+struct ItemSpec {
+  enum class Kind : uint8_t { launch, copy } kind = Kind::launch;
+  int program = -1;                     // launch
+  std::string kernel;
+  std::vector<ArgSpec> args;
+  std::vector<SizeExpr> global, local;  // local empty: encore chooses
+  std::string name;
+  double est_ops = 0, est_bytes = 0;
+  int src = -1, dst = -1;               // copy
+};
+
+struct ProgramSpec {
+  std::string name, source, options;
+  std::filesystem::path source_file;    // empty when given inline
+};
+
+struct ENCORE_API Workload {
+  std::string name;
+  bool has_tolerance = false;
+  double rtol = 0, atol = 0;
+  std::vector<ProgramSpec> programs;
+  std::vector<BufferSpec> buffers;
+  std::vector<VariableSpec> variables;
+  std::vector<ItemSpec> step;
+  std::filesystem::path base_dir;       // source_file and init files are relative to it
+
+  int find_buffer(std::string_view n) const;
+  int find_variable(std::string_view n) const;
+  bool bitwise() const { return !has_tolerance || (rtol == 0 && atol == 0); }
+};
+
+// Parses and validates everything that needs no device. WorkloadError names the JSON path.
+ENCORE_API Workload parse(std::string_view json, const std::filesystem::path& base_dir = ".");
+ENCORE_API Workload load(const std::filesystem::path& file);
+
+// The device-dependent checks: compiles the programs (a build failure is a WorkloadError with the
+// log), checks each launch's arguments against its kernel's parameters (count, kind, scalar type,
+// const buffers the kernel may write) and views against the device's base-address alignment.
+struct Compiled {
+  std::vector<Program> programs;   // per workload program
+  std::vector<Kernel> kernels;     // per step item (empty Kernel for copies)
+  std::vector<std::vector<Access>> access;  // per step item, per arg: resolved buffer access
+};
+ENCORE_API Compiled validate(const Workload& w, const Device& dev);
+
+// Initial contents of buffer `b` (input set `set`: uniform seeds advance by the set index).
+ENCORE_API std::vector<unsigned char> initial_bytes(const Workload& w, size_t b, uint64_t set = 0);
+// The generators, exposed for golden tests.
+ENCORE_API uint64_t splitmix64(uint64_t x);
+ENCORE_API double uniform_value(double lo, double hi, uint64_t seed, uint64_t i);
+ENCORE_API uint16_t f16_from_double(double v);  // round to nearest even; overflow gives inf
+ENCORE_API double f16_to_double(uint16_t bits);
+
+// Element comparison under the workload's tolerance (bitwise when it has none).
+struct Tolerance {
+  bool bitwise = true;
+  double rtol = 0, atol = 0;
+};
+// Index of the first element that disagrees and how many do; both buffers hold `count` elements.
+struct Diff {
+  size_t first = 0, count = 0;
+};
+ENCORE_API Diff compare(DType t, const unsigned char* a, const unsigned char* b, size_t count, const Tolerance& tol);
+// One element formatted for messages ("1.5", "-3", "nan").
+ENCORE_API std::string format_element(DType t, const unsigned char* p);
+
+struct RunOptions {
+  int calls = 20;                   // compared calls; also the minimum number of timed calls
+  int rotate = 3;                   // input sets
+  JitOptions jit = JitOptions::from_env();
+  std::filesystem::path dump_dir;   // empty: no dump
+  bool progress = false;            // a progress line on stderr
+};
+
+struct ENCORE_API Report {
+  std::string name, device;
+  int calls = 0, rotate = 0, timed_calls = 0;
+  bool prune = true, plan = true, batch = false;
+  size_t items = 0, items_replayed = 0, items_pruned = 0;
+  double eager_step_us = 0, replay_step_us = 0, speedup = 0, capture_ms = 0;
+  double eager_item_us = 0, replay_item_us = 0;  // per step item
+  uint64_t temp_bytes_naive = 0, temp_bytes_planned = 0, temp_bytes_lower_bound = 0;
+  size_t planned_temps = 0, batches = 0;
+  uint64_t mismatches = 0;          // elements that differ, over every compared call and the final state
+  std::string first_mismatch;       // "call 3, buffer "e", index 0: eager 1.5, jit 1.25"
+
+  std::string table() const;
+  std::string json() const;
+};
+
+// Runs calls eagerly, then through TinyJit from the same initial state, compares, then times both.
+ENCORE_API Report run(const Workload& w, const Device& dev, const RunOptions& opt);
+
+// The encore-bench command line; returns the exit code (0 agree, 1 differ, 2 invalid/device error).
+ENCORE_API int bench_main(int argc, const char* const* argv);
+
+}  // namespace workload
+}  // namespace encore

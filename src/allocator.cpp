@@ -1,0 +1,72 @@
+// Size-class free-list allocator: freed device memory is kept and reused, because first-touching a
+// fresh allocation is expensive (PoCL: ~28 ms of page faults for 64 MiB).
+#include <bit>
+
+#include "internal.hpp"
+
+namespace encore::detail {
+
+// Four classes per power of two above 256 B: at most 25% waste, few distinct sizes to cache.
+size_t Allocator::size_class(size_t bytes) {
+  if (bytes <= 256) return 256;
+  size_t p = std::bit_floor(bytes - 1);  // bytes in (p, 2p]
+  size_t step = p / 4;
+  return (bytes + step - 1) / step * step;
+}
+
+void* Allocator::alloc(size_t bytes, size_t* got) {
+  size_t cls = size_class(bytes);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = cache_.find(cls);
+    if (it != cache_.end()) {
+      void* m = it->second;
+      cache_.erase(it);
+      st_.cached_bytes -= cls;
+      st_.bytes_in_use += cls;
+      st_.peak_bytes = std::max(st_.peak_bytes, st_.bytes_in_use);
+      ++st_.reuses;
+      *got = cls;
+      return m;
+    }
+  }
+  void* m = nullptr;
+  try {
+    m = dev_->raw_alloc(cls);
+  } catch (const Error&) {
+    release_cache();  // out of memory: give back what we hold and try once more
+    m = dev_->raw_alloc(cls);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  st_.bytes_in_use += cls;
+  st_.peak_bytes = std::max(st_.peak_bytes, st_.bytes_in_use);
+  ++st_.allocations;
+  *got = cls;
+  return m;
+}
+
+void Allocator::free(void* mem, size_t bytes) noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  st_.bytes_in_use -= bytes;
+  st_.cached_bytes += bytes;
+  cache_.emplace(bytes, mem);
+}
+
+void Allocator::release_cache() noexcept {
+  std::multimap<size_t, void*> drop;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    drop.swap(cache_);
+    st_.cached_bytes = 0;
+  }
+  for (auto& [_, m] : drop) dev_->raw_free(m);
+}
+
+AllocatorStats Allocator::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return st_;
+}
+
+Allocator::~Allocator() { release_cache(); }
+
+}  // namespace encore::detail

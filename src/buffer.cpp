@@ -1,0 +1,121 @@
+#include "encore/buffer.hpp"
+
+#include "encore/device.hpp"
+#include "internal.hpp"
+
+namespace encore {
+
+using detail::BufferImpl;
+
+namespace detail {
+
+BufferImpl::~BufferImpl() {
+  if (view_mem) dev->free_view(view_mem);
+  if (mem && owned) dev->allocator->free(mem, alloc_bytes);
+}
+
+void BufferImpl::ensure_allocated() {
+  BufferImpl* r = root();
+  if (r->mem) return;
+  std::lock_guard<std::mutex> lock(r->view_mu);
+  if (!r->mem) r->mem = dev->allocator->alloc(r->nbytes, &r->alloc_bytes);
+}
+
+void* BufferImpl::handle() {
+  if (!base) {
+    if (!mem) ensure_allocated();
+    return mem;
+  }
+  if (view_mem) return view_mem;
+  ensure_allocated();
+  std::lock_guard<std::mutex> lock(view_mu);
+  if (!view_mem) view_mem = dev->make_view(base->mem, offset, nbytes);
+  return view_mem;
+}
+
+}  // namespace detail
+
+Buffer::Buffer(const Device& device, DType dtype, size_t count) {
+  if (!device) throw ArgumentError("Buffer: null device");
+  if (count == 0) throw ArgumentError("Buffer: element count must be > 0");
+  impl_ = std::make_shared<BufferImpl>();
+  impl_->dev = device.shared_impl();
+  impl_->dtype = dtype;
+  impl_->count = count;
+  impl_->nbytes = count * size(dtype);
+  if (detail::Recorder* r = detail::current_recorder()) impl_->capture_id = r->id;
+}
+
+static BufferImpl& need(const std::shared_ptr<BufferImpl>& p) {
+  if (!p) throw ArgumentError("use of a null Buffer");
+  return *p;
+}
+
+Device Buffer::device() const { return Device(need(impl_).dev); }
+DType Buffer::dtype() const { return need(impl_).dtype; }
+size_t Buffer::count() const { return need(impl_).count; }
+size_t Buffer::nbytes() const { return need(impl_).nbytes; }
+size_t Buffer::offset() const { return need(impl_).offset; }
+bool Buffer::is_view() const { return need(impl_).base != nullptr; }
+Buffer Buffer::base() const { return need(impl_).base ? Buffer(impl_->base) : *this; }
+bool Buffer::allocated() const { return need(impl_).root()->mem != nullptr; }
+const std::string& Buffer::name() const { return need(impl_).name; }
+Buffer& Buffer::set_name(std::string n) {
+  need(impl_).name = std::move(n);
+  return *this;
+}
+void Buffer::touch() const { need(impl_).bump(); }
+uint64_t Buffer::version() const { return need(impl_).root()->version.load(std::memory_order_relaxed); }
+
+std::string Buffer::describe() const {
+  if (!impl_) return "null buffer";
+  std::string s = std::string(encore::name(impl_->dtype)) + "[" + std::to_string(impl_->count) + "]";
+  if (!impl_->name.empty()) s += " '" + impl_->name + "'";
+  if (impl_->base) s += " (view at byte " + std::to_string(impl_->offset) + ")";
+  return s + " on " + impl_->dev->info.id;
+}
+
+bool Buffer::overlaps(const Buffer& o) const {
+  BufferImpl& a = need(impl_);
+  BufferImpl& b = need(o.impl_);
+  return a.root() == b.root() && a.offset < b.offset + b.nbytes && b.offset < a.offset + a.nbytes;
+}
+
+Buffer Buffer::view(size_t offset, size_t count) const {
+  size_t es = size(dtype());
+  return view_as(dtype(), offset * es, count);
+}
+
+Buffer Buffer::view_as(DType t, size_t byte_offset, size_t count) const {
+  BufferImpl& b = need(impl_);
+  size_t nb = count * size(t);
+  if (count == 0 || byte_offset + nb > b.nbytes)
+    throw ArgumentError("Buffer::view: " + std::to_string(count) + " elements of " + std::string(encore::name(t)) +
+                        " at byte " + std::to_string(byte_offset) + " do not fit in " + describe() + " (" +
+                        std::to_string(b.nbytes) + " bytes)");
+  size_t abs = b.offset + byte_offset;
+  size_t align = b.dev->info.base_align_bytes;
+  if (abs % align != 0)
+    throw ArgumentError("Buffer::view: byte offset " + std::to_string(abs) + " into the base storage is not a multiple of " +
+                        b.dev->info.id + "'s base-address alignment (" + std::to_string(align) + " bytes)");
+  if (abs == 0 && nb == b.root()->nbytes && t == b.root()->dtype) return Buffer(b.base ? b.base : impl_);
+  auto v = std::make_shared<BufferImpl>();
+  v->dev = b.dev;
+  v->dtype = t;
+  v->count = count;
+  v->nbytes = nb;
+  v->base = b.base ? b.base : impl_;
+  v->offset = abs;
+  v->name = b.name;
+  if (detail::Recorder* r = detail::current_recorder()) v->capture_id = r->id;
+  return Buffer(std::move(v));
+}
+
+void Buffer::check_type(DType t, size_t elem, bool known) const {
+  BufferImpl& b = need(impl_);
+  if (!known || size(t) != elem || !(t == b.dtype || (b.dtype == DType::f16 && t == DType::u16)))
+    throw ArgumentError("Buffer copy: host element type " + std::string(known ? encore::name(t) : "unknown") +
+                        " does not match " + describe());
+}
+
+}  // namespace encore

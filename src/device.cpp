@@ -1,0 +1,115 @@
+#include "encore/device.hpp"
+
+#include <cstdlib>
+
+#include "internal.hpp"
+
+namespace encore {
+
+namespace detail {
+
+DeviceImpl::DeviceImpl() : allocator(std::make_unique<Allocator>(this)) {}
+DeviceImpl::~DeviceImpl() = default;
+
+int debug_level() {
+  static const int level = [] {
+    const char* d = std::getenv("DEBUG");
+    return d ? std::atoi(d) : 0;
+  }();
+  return level;
+}
+
+bool env_flag(const char* name, bool dflt) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return dflt;
+  return !(v[0] == '0' && v[1] == 0);
+}
+
+}  // namespace detail
+
+// Devices live for the whole process: units, buffers and programs refer to them freely, and no
+// OpenCL object is released during static destruction (PoCL may already be gone by then).
+namespace {
+struct Registry {
+  std::mutex mu;
+  std::map<std::string, std::shared_ptr<detail::DeviceImpl>> open;
+};
+Registry& registry() {
+  static Registry* r = new Registry;
+  return *r;
+}
+
+std::string available() {
+  std::string s = "available: NULL";
+  for (const DeviceInfo& d : detail::list_opencl()) s += ", " + d.id + " (" + d.name + ")";
+  return s;
+}
+}  // namespace
+
+Device Device::open(std::string_view name_in) {
+  std::string name(name_in);
+  if (name.empty()) {
+    const char* env = std::getenv("ENCORE_DEVICE");
+    name = env && *env ? env : "CL";
+  }
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  int index = -2;
+  if (name == "NULL") index = -3;
+  else if (name == "CL" || name == "OPENCL") index = -1;
+  else if (name.rfind("CL:", 0) == 0 && name.size() > 3 && name.find_first_not_of("0123456789", 3) == std::string::npos)
+    index = std::atoi(name.c_str() + 3);
+  if (index == -2) throw DeviceError("unknown device name \"" + std::string(name_in) + "\" (expected CL, CL:N or NULL; " + available() + ")");
+  Registry& reg = registry();
+  std::lock_guard<std::mutex> lock(reg.mu);
+  if (index == -3) {
+    auto& d = reg.open["NULL"];
+    if (!d) d = detail::open_null();
+    return Device(d);
+  }
+  if (index == -1) {
+    // default: first GPU, else first device
+    auto all = detail::list_opencl();
+    if (all.empty()) throw DeviceError("no OpenCL platform or device found (is an ICD such as pocl-opencl-icd installed?); available: NULL");
+    index = 0;
+    for (size_t i = 0; i < all.size(); ++i)
+      if (all[i].is_gpu) {
+        index = static_cast<int>(i);
+        break;
+      }
+  }
+  std::string id = "CL:" + std::to_string(index);
+  auto& d = reg.open[id];
+  if (!d) {
+    try {
+      d = detail::open_opencl(index);
+    } catch (...) {
+      reg.open.erase(id);
+      throw;
+    }
+  }
+  return Device(d);
+}
+
+std::vector<DeviceInfo> Device::list() { return detail::list_opencl(); }
+
+static detail::DeviceImpl& need(const std::shared_ptr<detail::DeviceImpl>& d) {
+  if (!d) throw ArgumentError("use of a null Device");
+  return *d;
+}
+
+const DeviceInfo& Device::info() const { return need(impl_).info; }
+bool Device::is_null() const { return need(impl_).is_null(); }
+AllocatorStats Device::allocator_stats() const { return need(impl_).allocator->stats(); }
+void Device::free_cache() const { need(impl_).allocator->release_cache(); }
+
+void Device::synchronize() const {
+  detail::DeviceImpl& d = need(impl_);
+  d.finish();
+  if (d.programs_dirty.exchange(false)) {
+    std::lock_guard<std::mutex> lock(d.programs_mu);
+    for (auto& [_, p] : d.programs)
+      if (p->dirty.exchange(false)) p->save();
+  }
+}
+
+}  // namespace encore

@@ -1,0 +1,295 @@
+// Eager execution: argument checks, ExecItem construction, running items, host transfers.
+#include <chrono>
+#include <limits>
+
+#include "encore/device.hpp"
+#include "encore/jit.hpp"
+#include "internal.hpp"
+
+namespace encore {
+
+using namespace detail;
+
+namespace detail {
+
+uint64_t var_arg_bits(const VarState& v, int64_t iv, double fv, DType as) {
+  uint64_t bits = 0;
+  auto too_big = [&](const char* t) {
+    return ArgumentError("variable \"" + v.name + "\" = " + std::to_string(iv) + " does not fit its kernel argument type " + t);
+  };
+  switch (as) {
+    case DType::i32:
+      if (iv < std::numeric_limits<int32_t>::min() || iv > std::numeric_limits<int32_t>::max()) throw too_big("i32");
+      { int32_t x = static_cast<int32_t>(iv); std::memcpy(&bits, &x, 4); }
+      break;
+    case DType::u32:
+      if (iv < 0 || iv > std::numeric_limits<uint32_t>::max()) throw too_big("u32");
+      { uint32_t x = static_cast<uint32_t>(iv); std::memcpy(&bits, &x, 4); }
+      break;
+    case DType::i64: std::memcpy(&bits, &iv, 8); break;
+    case DType::u64:
+      if (iv < 0) throw too_big("u64");
+      std::memcpy(&bits, &iv, 8);
+      break;
+    case DType::f32: { float x = static_cast<float>(fv); std::memcpy(&bits, &x, 4); } break;
+    case DType::f64: std::memcpy(&bits, &fv, 8); break;
+    default: throw ArgumentError("variable \"" + v.name + "\" cannot be passed as " + std::string(name(as)));
+  }
+  return bits;
+}
+
+void choose_local(uint32_t dims, const size_t* gws, size_t max_wg, size_t* lws) {
+  static constexpr size_t kSet[] = {256, 128, 64, 32, 16, 8, 4, 2, 1};
+  for (uint32_t d = 0; d < dims; ++d) lws[d] = 1;
+  for (size_t l : kSet)
+    if (l <= max_wg && gws[0] % l == 0) {
+      lws[0] = l;
+      break;
+    }
+}
+
+bool check_launch(uint32_t dims, const size_t* gws, const size_t* lws, const char* what) {
+  bool empty = false;
+  for (uint32_t d = 0; d < dims; ++d) {
+    if (gws[d] == 0) empty = true;
+    else if (lws[d] == 0 || gws[d] % lws[d] != 0)
+      throw ArgumentError(std::string(what) + ": global size " + std::to_string(gws[d]) + " in dimension " + std::to_string(d) +
+                          " is not a multiple of the local size " + std::to_string(lws[d]));
+  }
+  return !empty;
+}
+
+bool eval_launch(const Sizes& global, const Sizes& local, size_t max_wg, uint32_t* dims, size_t* gws, size_t* lws) {
+  *dims = global.n;
+  for (uint8_t d = 0; d < global.n; ++d) {
+    int64_t g = global.v[d].eval();
+    if (g < 0) throw ArgumentError("launch: global size " + std::to_string(g) + " in dimension " + std::to_string(d) + " is negative");
+    gws[d] = static_cast<size_t>(g);
+  }
+  if (local.empty()) {
+    choose_local(*dims, gws, max_wg, lws);
+  } else {
+    for (uint8_t d = 0; d < local.n; ++d) {
+      int64_t l = local.v[d].eval();
+      if (l <= 0) throw ArgumentError("launch: local size " + std::to_string(l) + " in dimension " + std::to_string(d) + " must be positive");
+      lws[d] = static_cast<size_t>(l);
+    }
+  }
+  return check_launch(*dims, gws, lws, "launch");
+}
+
+void save_dirty_programs(DeviceImpl& d) {
+  if (!d.programs_dirty.exchange(false)) return;
+  std::lock_guard<std::mutex> lock(d.programs_mu);
+  for (auto& [_, p] : d.programs)
+    if (p->dirty.exchange(false)) p->save();
+}
+
+static void eager_copy(const Buffer& dst, const Buffer& src) {
+  BufferImpl& d = *dst.impl();
+  BufferImpl& s = *src.impl();
+  d.ensure_allocated();
+  s.ensure_allocated();
+  if (d.dev == s.dev) {
+    d.dev->copy(d.root()->mem, d.offset, s.root()->mem, s.offset, d.nbytes);
+  } else if (!d.dev->copy_from(*s.dev, d.root()->mem, d.offset, s.root()->mem, s.offset, d.nbytes)) {
+    std::vector<unsigned char> staging(d.nbytes);  // different platforms: through the host
+    s.dev->read(s.root()->mem, s.offset, staging.data(), staging.size());
+    d.dev->write(d.root()->mem, d.offset, staging.data(), staging.size(), true);
+  }
+  d.bump();
+}
+
+void run_item_eager(const ExecItem& item) {
+  auto t0 = std::chrono::steady_clock::now();
+  switch (item.kind) {
+    case ItemKind::copy:
+      eager_copy(item.dst, item.src);
+      if (debug_level() >= 2) debug_print_item(item, 0, nullptr, nullptr, 0, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+      return;
+    case ItemKind::upload: {
+      BufferImpl& d = *item.dst.impl();
+      d.ensure_allocated();
+      d.dev->write(d.root()->mem, d.offset, item.data->data(), d.nbytes, true);
+      d.bump();
+      return;
+    }
+    case ItemKind::kernel: break;
+  }
+  KernelImpl& k = *item.kernel.impl();
+  DeviceImpl& dev = *k.program->dev;
+  uint32_t dims = 0;
+  size_t gws[3], lws[3];
+  if (!eval_launch(item.global, item.local, dev.info.max_work_group_size, &dims, gws, lws)) return;
+  uint64_t ns = 0;
+  {
+    std::lock_guard<std::mutex> lock(k.mu);
+    BackendKernel& bk = *k.eager;
+    for (uint32_t i = 0; i < item.args.size(); ++i) {
+      const Arg& a = item.args[i];
+      switch (a.kind) {
+        case Arg::Kind::buffer: bk.set_buffer(i, a.buf.impl()->handle()); break;
+        case Arg::Kind::scalar: bk.set_arg(i, size(a.dtype), &a.bits); break;
+        case Arg::Kind::local: bk.set_local(i, a.local_bytes); break;
+        case Arg::Kind::variable: {
+          const VarState& v = *a.var->state();
+          uint64_t bits = var_arg_bits(v, v.i.load(std::memory_order_relaxed), v.f.load(std::memory_order_relaxed), a.dtype);
+          bk.set_arg(i, size(a.dtype), &bits);
+          break;
+        }
+      }
+    }
+    dev.launch(bk, dims, gws, lws, debug_level() >= 2 ? &ns : nullptr);
+    std::array<size_t, 4> cfg{dims, lws[0], dims > 1 ? lws[1] : 0, dims > 2 ? lws[2] : 0};
+    bool seen = false;
+    for (const auto& c : k.seen_configs) seen = seen || c == cfg;
+    if (!seen) {
+      k.seen_configs.push_back(cfg);
+      if (k.seen_configs.size() > 1 || !k.program->from_disk) {
+        k.program->dirty = true;
+        dev.programs_dirty = true;
+      }
+    }
+  }
+  for (const Arg& a : item.args)
+    if (a.kind == Arg::Kind::buffer && (static_cast<uint8_t>(a.access) & static_cast<uint8_t>(Access::out))) a.buf.impl()->bump();
+  if (debug_level() >= 2)
+    debug_print_item(item, dims, gws, lws, ns, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+}
+
+}  // namespace detail
+
+static void record(ExecItem&& item) {
+  if (Recorder* r = current_recorder()) r->items.push_back(std::move(item));
+}
+
+void Device::launch_args(const Kernel& k, const Sizes& global, const Sizes& local, std::vector<Arg> args, std::string name,
+                         Estimate estimate) const {
+  if (!k) throw ArgumentError("launch: null kernel");
+  KernelImpl& ki = *k.impl();
+  if (ki.program->dev != shared_impl())
+    throw ArgumentError("launch: kernel " + k.name() + " was compiled for " + ki.program->dev->info.id + ", launched on " + id());
+  const auto& params = ki.sig->params;
+  auto where = [&](size_t i) {
+    return "kernel " + k.name() + " argument " + std::to_string(i) + " (" + params[i].type_name + " " + params[i].name + ")";
+  };
+  if (args.size() != params.size()) {
+    std::string sig;
+    for (const auto& p : params) sig += (sig.empty() ? "" : ", ") + p.type_name + " " + p.name;
+    throw ArgumentError("kernel " + k.name() + " takes " + std::to_string(params.size()) + " arguments (" + sig + "), got " +
+                        std::to_string(args.size()));
+  }
+  if (global.n == 0) throw ArgumentError("launch " + k.name() + ": global size needs 1 to 3 dimensions");
+  if (!local.empty() && local.n != global.n)
+    throw ArgumentError("launch " + k.name() + ": local size has " + std::to_string(local.n) + " dimensions, global " + std::to_string(global.n));
+  for (size_t i = 0; i < args.size(); ++i) {
+    Arg& a = args[i];
+    const KernelParam& p = params[i];
+    if (p.is_pointer && p.space == AddressSpace::local) {
+      if (a.kind != Arg::Kind::local || a.local_bytes == 0) throw ArgumentError(where(i) + ": expected __local memory (encore::LocalMem{bytes})");
+    } else if (p.is_pointer) {
+      if (a.kind != Arg::Kind::buffer) throw ArgumentError(where(i) + ": expected a buffer");
+      if (!a.buf) throw ArgumentError(where(i) + ": null buffer");
+      if (a.buf.impl()->dev != shared_impl())
+        throw ArgumentError(where(i) + ": buffer " + a.buf.describe() + " is not on " + id());
+      if (a.access == Access::none) a.access = p.default_access();
+      if (p.default_access() == Access::in && a.access != Access::in)
+        throw ArgumentError(where(i) + ": a const/__constant parameter cannot be written (access " + encore::name(a.access) + ")");
+    } else {
+      if (!p.scalar) throw ArgumentError(where(i) + ": unsupported parameter type " + p.type_name);
+      if (a.kind != Arg::Kind::scalar && a.kind != Arg::Kind::variable)
+        throw ArgumentError(where(i) + ": expected a " + std::string(encore::name(*p.scalar)) + " scalar");
+      if (a.dtype != *p.scalar)
+        throw ArgumentError(where(i) + ": expected " + std::string(encore::name(*p.scalar)) + ", got " + std::string(encore::name(a.dtype)) +
+                            (a.kind == Arg::Kind::variable ? " (pass var.as(DType::...))" : " (cast the value to the parameter's type)"));
+    }
+  }
+  ExecItem item;
+  item.kind = ItemKind::kernel;
+  item.kernel = k;
+  item.args = std::move(args);
+  item.global = global;
+  item.local = local;
+  item.name = std::move(name);
+  item.estimate = estimate;
+  run_item_eager(item);
+  record(std::move(item));
+}
+
+void Device::copy(const Buffer& dst, const Buffer& src) const {
+  if (!dst || !src) throw ArgumentError("copy: null buffer");
+  if (dst.impl()->dev != shared_impl()) throw ArgumentError("copy: destination " + dst.describe() + " is not on " + id());
+  if (dst.nbytes() != src.nbytes())
+    throw ArgumentError("copy: sizes differ: destination " + dst.describe() + " has " + std::to_string(dst.nbytes()) + " bytes, source " +
+                        src.describe() + " has " + std::to_string(src.nbytes()));
+  ExecItem item;
+  item.kind = ItemKind::copy;
+  item.dst = dst;
+  item.src = src;
+  run_item_eager(item);
+  record(std::move(item));
+}
+
+void Device::run(const ExecItem& item) const {
+  if (item.kind == ItemKind::kernel) {
+    launch_args(item.kernel, item.global, item.local, item.args, item.name, item.estimate);
+  } else if (item.kind == ItemKind::copy) {
+    copy(item.dst, item.src);
+  } else {
+    item.dst.copyin_bytes(item.data->data(), item.data->size());
+  }
+}
+
+void copy_buffer_eager(const Buffer& dst, const Buffer& src) { dst.device().copy(dst, src); }
+
+void Buffer::copyin_bytes(const void* src, size_t n) const {
+  if (!impl_) throw ArgumentError("copyin: null buffer");
+  if (n != impl_->nbytes)
+    throw ArgumentError("copyin: " + std::to_string(n) + " bytes given, " + describe() + " holds " + std::to_string(impl_->nbytes));
+  if (Recorder* r = current_recorder()) {
+    // recorded as an upload holding a snapshot: replayed every call, like any other write
+    ExecItem item;
+    item.kind = ItemKind::upload;
+    item.dst = *this;
+    auto p = static_cast<const unsigned char*>(src);
+    item.data = std::make_shared<const std::vector<unsigned char>>(p, p + n);
+    run_item_eager(item);
+    r->items.push_back(std::move(item));
+    return;
+  }
+  impl_->ensure_allocated();
+  impl_->dev->write(impl_->root()->mem, impl_->offset, src, n, true);
+  impl_->bump();
+}
+
+void Buffer::copyout_bytes(void* dst, size_t n) const {
+  if (!impl_) throw ArgumentError("copyout: null buffer");
+  if (Recorder* r = current_recorder(); r && !r->allow_copyout)
+    throw JitError("copyout of " + describe() +
+                   " during a capture: its value would steer later host code, which replay never re-runs (frozen silently). "
+                   "Keep host reads out of the captured step, or set allow_copyout to accept a frozen value");
+  if (n != impl_->nbytes)
+    throw ArgumentError("copyout: " + std::to_string(n) + " bytes requested, " + describe() + " holds " + std::to_string(impl_->nbytes));
+  impl_->ensure_allocated();
+  impl_->dev->read(impl_->root()->mem, impl_->offset, dst, n);
+  save_dirty_programs(*impl_->dev);
+}
+
+void run_schedule(std::span<const ExecItem> items, const std::map<Buffer, Buffer>& buffer_map, std::span<const BoundVar> var_vals) {
+  for (const BoundVar& v : var_vals) v.var.is_float() ? (void)v.var.bind(v.f) : (void)v.var.bind(v.i);
+  auto map = [&](const Buffer& b) {
+    if (!b) return b;
+    if (auto it = buffer_map.find(b); it != buffer_map.end()) return it->second;
+    return b;
+  };
+  for (const ExecItem& it : items) {
+    ExecItem x = it;
+    x.dst = map(x.dst);
+    x.src = map(x.src);
+    for (Arg& a : x.args)
+      if (a.kind == Arg::Kind::buffer) a.buf = map(a.buf);
+    x.device().run(x);
+  }
+}
+
+}  // namespace encore

@@ -1,0 +1,194 @@
+#pragma once
+// Internal representation behind the public handles, and the backend interface that the OpenCL
+// and NULL devices implement. Nothing here is installed.
+#include <array>
+#include <atomic>
+#include <optional>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "encore/device.hpp"
+#include "encore/exec_item.hpp"
+#include "encore/program.hpp"
+#include "encore/variable.hpp"
+
+namespace encore::detail {
+
+struct VarState {
+  std::string name;
+  VarType type = VarType::i64;
+  int64_t min = 0, max = 0;
+  double fmin = 0, fmax = 0;
+  std::atomic<int64_t> i{0};
+  std::atomic<double> f{0};
+};
+
+// A kernel object with its arguments set; set arguments stay set between launches.
+struct BackendKernel {
+  virtual ~BackendKernel() = default;
+  virtual void set_arg(uint32_t index, size_t size, const void* value) = 0;
+  virtual void set_buffer(uint32_t index, void* mem) = 0;
+  virtual void set_local(uint32_t index, size_t bytes) = 0;
+};
+
+struct BackendProgram {
+  virtual ~BackendProgram() = default;
+  virtual std::unique_ptr<BackendKernel> create_kernel(const std::string& name) = 0;
+  virtual std::vector<unsigned char> binary() = 0;
+};
+
+struct KernelSignature {
+  std::string name;
+  std::vector<KernelParam> params;
+};
+
+struct BuildResult {
+  std::unique_ptr<BackendProgram> program;
+  std::vector<KernelSignature> kernels;
+};
+
+class Allocator;
+
+// One device. The backend implements memory, transfers, launches and builds; the core does the rest.
+struct DeviceImpl : std::enable_shared_from_this<DeviceImpl> {
+  DeviceInfo info;
+  std::unique_ptr<Allocator> allocator;
+  std::mutex programs_mu;
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<ProgramImpl>> programs;  // (source, options)
+  std::atomic<bool> programs_dirty{false};  // a program saw a new launch configuration since its last save
+  bool profiling = false;                   // launches can report device time
+
+  DeviceImpl();
+  virtual ~DeviceImpl();
+  virtual bool is_null() const { return false; }
+  virtual void* raw_alloc(size_t bytes) = 0;
+  virtual void raw_free(void* mem) = 0;
+  // A handle for bytes [offset, offset+bytes) of `root` usable as a kernel argument.
+  virtual void* make_view(void* root, size_t offset, size_t bytes) = 0;
+  virtual void free_view(void* view) = 0;
+  virtual void write(void* root, size_t offset, const void* src, size_t n, bool blocking) = 0;
+  virtual void read(void* root, size_t offset, void* dst, size_t n) = 0;
+  virtual void copy(void* dst_root, size_t dst_off, void* src_root, size_t src_off, size_t n) = 0;
+  // Copy from a root on another device; false when the backends cannot do it directly.
+  virtual bool copy_from(DeviceImpl& src_dev, void* dst_root, size_t dst_off, void* src_root, size_t src_off, size_t n) = 0;
+  // Enqueues; with device_ns set, waits and reports the device time.
+  virtual void launch(BackendKernel& k, uint32_t dims, const size_t* global, const size_t* local, uint64_t* device_ns) = 0;
+  virtual void finish() = 0;
+  // Builds from source, or from `binary` when given (throws on a bad binary so the caller recompiles).
+  virtual BuildResult build(const std::string& source, const std::string& options, const std::vector<unsigned char>* binary,
+                            const std::vector<KernelSignature>* cached_signatures) = 0;
+  virtual std::string cache_key_prefix() const = 0;  // device name + driver version
+};
+
+class Allocator {
+ public:
+  explicit Allocator(DeviceImpl* dev) : dev_(dev) {}
+  ~Allocator();
+  // Returns a root handle of at least `bytes` and the bytes it really holds.
+  void* alloc(size_t bytes, size_t* got);
+  void free(void* mem, size_t bytes) noexcept;
+  void release_cache() noexcept;
+  AllocatorStats stats() const;
+  static size_t size_class(size_t bytes);
+
+ private:
+  DeviceImpl* dev_;
+  mutable std::mutex mu_;
+  std::multimap<size_t, void*> cache_;
+  AllocatorStats st_;
+};
+
+struct BufferImpl {
+  std::shared_ptr<DeviceImpl> dev;
+  DType dtype = DType::f32;
+  size_t count = 0, nbytes = 0;
+  std::shared_ptr<BufferImpl> base;  // set for views (always a root)
+  size_t offset = 0;                 // bytes into the root
+  std::string name;
+  uint64_t capture_id = 0;           // the capture during which this handle was created, 0 if none
+  // root only
+  void* mem = nullptr;
+  size_t alloc_bytes = 0;
+  bool owned = true;                 // false for adopted native memory
+  std::atomic<uint64_t> version{0};
+  // views only: the backend view handle, made on first use
+  void* view_mem = nullptr;
+  std::mutex view_mu;
+
+  BufferImpl() = default;
+  ~BufferImpl();
+  BufferImpl* root() { return base ? base.get() : this; }
+  void ensure_allocated();
+  // Handle to pass as a kernel argument.
+  void* handle();
+  void bump() { root()->version.fetch_add(1, std::memory_order_relaxed); }
+};
+
+struct ProgramImpl {
+  std::shared_ptr<DeviceImpl> dev;
+  std::string source, options;
+  std::unique_ptr<BackendProgram> backend;
+  std::vector<KernelSignature> kernels;
+  std::string disk_path, disk_key;  // disk_path empty when the disk cache is off
+  bool from_disk = false;
+  std::atomic<bool> dirty{false};  // new launch configuration since the binary was stored
+  std::mutex mu;
+
+  void save() noexcept;   // stores the binary in the disk cache (if on); never throws
+};
+
+struct KernelImpl {
+  std::shared_ptr<ProgramImpl> program;
+  const KernelSignature* sig = nullptr;
+  std::unique_ptr<BackendKernel> eager;  // kernel object used by eager launches
+  std::mutex mu;                         // clSetKernelArg on a shared kernel is not thread-safe
+  std::vector<std::array<size_t, 4>> seen_configs;  // local sizes + dims launched so far
+};
+
+// Thread-local recorder active during a capture.
+struct Recorder {
+  uint64_t id = 0;
+  bool allow_copyout = false;
+  std::vector<ExecItem> items;
+};
+Recorder* current_recorder();
+void set_current_recorder(Recorder* r);
+uint64_t next_capture_id();
+
+// Runs one item eagerly on its device (sets args on the kernel's eager object).
+void run_item_eager(const ExecItem& item);
+// Local size chosen by encore when a launch gives none: a fixed set of sizes, so a new global
+// size never makes PoCL compile a new work-group function.
+void choose_local(uint32_t dims, const size_t* global, size_t max_wg, size_t* local);
+// Byte size of a kernel parameter type, or 0 when it is not a supported scalar.
+std::optional<DType> scalar_dtype_of(const std::string& type_name);
+
+int debug_level();
+bool env_flag(const char* name, bool dflt);
+
+std::shared_ptr<DeviceImpl> open_opencl(int index);   // "CL:N"; -1: default
+std::vector<DeviceInfo> list_opencl();
+std::shared_ptr<DeviceImpl> open_null();
+
+// The kernel parameter list of every __kernel in an OpenCL C source (NULL device, tests).
+std::vector<KernelSignature> parse_kernel_signatures(const std::string& source);
+
+}  // namespace encore::detail
+
+namespace encore::detail {
+// Bits of a variable's value passed as `as`; ArgumentError when the value does not fit.
+uint64_t var_arg_bits(const VarState& v, int64_t ivalue, double fvalue, DType as);
+// Evaluates launch sizes (variables at their current values). False when some size is 0 (the
+// launch does nothing). ArgumentError on a negative size or a global size that is not a multiple
+// of the local size. lws_out is null-equivalent (all 0) never: a local size is always chosen.
+bool eval_launch(const Sizes& global, const Sizes& local, size_t max_wg, uint32_t* dims, size_t* gws, size_t* lws);
+bool check_launch(uint32_t dims, const size_t* gws, const size_t* lws, const char* what);
+void save_dirty_programs(DeviceImpl& d);
+// DEBUG=2 line for an item that just ran.
+void debug_print_item(const ExecItem& item, uint32_t dims, const size_t* gws, const size_t* lws, uint64_t device_ns, double host_us);
+}  // namespace encore::detail

@@ -1,0 +1,285 @@
+// TinyJit's non-template half and explicit capture scopes.
+#include "encore/jit.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <unordered_set>
+
+#include "unit_impl.hpp"
+
+namespace encore {
+
+using namespace detail;
+
+JitOptions JitOptions::from_env() {
+  JitOptions o;
+  o.enabled = env_flag("ENCORE_JIT", true);
+  if (const char* v = std::getenv("ENCORE_VERIFY")) o.verify = std::atoi(v);
+  return o;
+}
+
+namespace detail {
+
+namespace {
+
+std::string scalar_str(const ScalarSeen& s) {
+  if (s.kind == 'f') {
+    double d;
+    std::memcpy(&d, &s.bits, 8);
+    return std::to_string(d);
+  }
+  if (s.kind == 'u') return std::to_string(s.bits);
+  int64_t v = 0;
+  if (s.size == 8) std::memcpy(&v, &s.bits, 8);
+  else if (s.size == 4) { int32_t x; std::memcpy(&x, &s.bits, 4); v = x; }
+  else if (s.size == 2) { int16_t x; std::memcpy(&x, &s.bits, 2); v = x; }
+  else { int8_t x; std::memcpy(&x, &s.bits, 1); v = x; }
+  return (s.kind == 'e' ? "enum value " : "") + std::to_string(v);
+}
+
+// Element `i` of a host copy, printed by dtype.
+std::string element_str(const std::vector<unsigned char>& b, DType t, size_t i) {
+  const unsigned char* p = b.data() + i * size(t);
+  auto get = [&](auto x) {
+    std::memcpy(&x, p, sizeof x);
+    return x;
+  };
+  switch (t) {
+    case DType::f32: return std::to_string(get(float{}));
+    case DType::f64: return std::to_string(get(double{}));
+    case DType::i8: return std::to_string(get(int8_t{}));
+    case DType::i16: return std::to_string(get(int16_t{}));
+    case DType::i32: return std::to_string(get(int32_t{}));
+    case DType::i64: return std::to_string(get(int64_t{}));
+    case DType::u8: return std::to_string(get(uint8_t{}));
+    case DType::u16: return std::to_string(get(uint16_t{}));
+    case DType::u32: return std::to_string(get(uint32_t{}));
+    case DType::u64: return std::to_string(get(uint64_t{}));
+    case DType::f16: return "f16 bits " + std::to_string(get(uint16_t{}));
+  }
+  return "?";
+}
+
+std::vector<unsigned char> read_all(const Buffer& b) {
+  std::vector<unsigned char> v(b.nbytes());
+  BufferImpl& i = *b.impl();
+  i.ensure_allocated();
+  i.dev->read(i.root()->mem, i.offset, v.data(), v.size());
+  return v;
+}
+
+void write_all(const Buffer& b, const std::vector<unsigned char>& v) {
+  BufferImpl& i = *b.impl();
+  i.dev->write(i.root()->mem, i.offset, v.data(), v.size(), true);
+  i.bump();
+}
+
+// First differing element of two host copies of `b`, or "" when equal.
+std::string first_difference(const Buffer& b, const std::vector<unsigned char>& expect, const std::vector<unsigned char>& got) {
+  if (expect == got) return {};
+  size_t es = size(b.dtype());
+  for (size_t i = 0; i < expect.size() / es; ++i)
+    if (std::memcmp(expect.data() + i * es, got.data() + i * es, es) != 0)
+      return "element " + std::to_string(i) + ": eager " + element_str(expect, b.dtype(), i) + ", replay " + element_str(got, b.dtype(), i);
+  return "bytes differ";
+}
+
+}  // namespace
+
+struct JitCore::State {
+  Recorder rec;
+  std::vector<ScalarSeen> scalars;
+  std::vector<Variable> vars;         // captured BoundVar order
+  std::vector<int64_t> var_slot;      // unit slot per BoundVar, -1 when the items do not use it
+  // verify mode
+  std::vector<Buffer> state;          // non-internal storages the unit touches (roots)
+  std::vector<std::vector<unsigned char>> before, eager_state, eager_out;
+};
+
+JitCore::JitCore(JitOptions o) : opt(o), verify_left(o.verify), s_(std::make_unique<State>()) {}
+JitCore::~JitCore() {
+  if (current_recorder() == &s_->rec) set_current_recorder(nullptr);
+}
+
+bool JitCore::capture_active() { return current_recorder() != nullptr; }
+
+void JitCore::begin_capture() {
+  s_->rec = Recorder{};
+  s_->rec.id = next_capture_id();
+  s_->rec.allow_copyout = opt.allow_copyout;
+  set_current_recorder(&s_->rec);
+}
+
+void JitCore::abandon_capture() noexcept {
+  if (current_recorder() == &s_->rec) set_current_recorder(nullptr);
+  s_->rec.items.clear();
+}
+
+void JitCore::end_capture(const std::vector<Buffer>& outs) {
+  set_current_recorder(nullptr);
+  std::vector<ExecItem> items = std::move(s_->rec.items);
+  s_->rec.items.clear();
+  if (items.empty())
+    throw JitError("TinyJit: the callable issued no device work during capture (no launch, copy or copyin on this thread); "
+                   "there is nothing to replay");
+  std::vector<BufferImpl*> internal = find_internal(items, s_->rec.id);
+  auto impl = make_unit(std::move(items), args.buffers, outs, opt.unit(), std::move(internal), {s_->rec.id});
+  unit = UnitAccess::wrap(std::move(impl));
+  outputs = outs;
+  s_->scalars = args.scalars;
+  s_->vars.clear();
+  s_->var_slot.clear();
+  for (const BoundVar& v : args.vars) {
+    s_->vars.push_back(v.var);
+    int64_t slot = -1;
+    for (size_t i = 0; i < unit.num_variables(); ++i)
+      if (unit.variable(i) == v.var) slot = static_cast<int64_t>(i);
+    s_->var_slot.push_back(slot);
+  }
+  // verify mode: the storages to snapshot
+  UnitImpl& u = UnitImpl::of(unit);
+  std::unordered_set<BufferImpl*> skip(u.internal.begin(), u.internal.end()), seen;
+  for (BufferImpl* r : u.fresh_output_roots) skip.insert(r);
+  s_->state.clear();
+  for (const Entry& e : u.entries)
+    if (e.kind == Entry::Kind::fixed) {
+      BufferImpl* r = e.captured.impl()->root();
+      if (!skip.count(r) && seen.insert(r).second) s_->state.push_back(e.captured.base());
+    }
+}
+
+void JitCore::check_and_bind() {
+  UnitImpl& u = UnitImpl::of(unit);
+  if (args.buffers.size() != u.inputs.size())
+    throw JitError("TinyJit: the capture had " + std::to_string(u.inputs.size()) + " input buffers, this call passes " +
+                   std::to_string(args.buffers.size()));
+  if (args.scalars.size() != s_->scalars.size())
+    throw JitError("TinyJit: the capture had " + std::to_string(s_->scalars.size()) + " scalar arguments, this call passes " +
+                   std::to_string(args.scalars.size()));
+  for (size_t i = 0; i < args.scalars.size(); ++i)
+    if (!(args.scalars[i] == s_->scalars[i]))
+      throw JitError("TinyJit: scalar argument " + std::to_string(i) + " was " + scalar_str(s_->scalars[i]) + " at capture, this call passes " +
+                     scalar_str(args.scalars[i]) + ". Replay cannot see host values: pass a value that varies as a Variable (var.bind(x))");
+  if (args.vars.size() != s_->vars.size())
+    throw JitError("TinyJit: the capture had " + std::to_string(s_->vars.size()) + " variables, this call passes " + std::to_string(args.vars.size()));
+  for (size_t i = 0; i < args.vars.size(); ++i)
+    if (!(args.vars[i].var == s_->vars[i]))
+      throw JitError("TinyJit: variable argument " + std::to_string(i) + " is \"" + args.vars[i].var.name() + "\", the capture had \"" +
+                     s_->vars[i].name() + "\"");
+  for (size_t i = 0; i < args.buffers.size(); ++i) unit.bind_input(i, args.buffers[i]);
+  for (size_t i = 0; i < args.vars.size(); ++i) {
+    int64_t slot = s_->var_slot[i];
+    if (slot < 0) continue;
+    const BoundVar& v = args.vars[i];
+    if (v.var.is_float()) unit.bind_var_f(static_cast<size_t>(slot), v.f);
+    else unit.bind_var(static_cast<size_t>(slot), v.i);
+  }
+}
+
+void JitCore::replay() { unit(); }
+
+void JitCore::verify_begin() {
+  UnitImpl& u = UnitImpl::of(unit);
+  s_->before.clear();
+  for (const Buffer& b : s_->state) s_->before.push_back(read_all(b));
+  for (const Buffer& b : u.inputs) s_->before.push_back(read_all(b.base()));
+}
+
+void JitCore::verify_after_eager(const std::vector<Buffer>& eager_outputs) {
+  UnitImpl& u = UnitImpl::of(unit);
+  s_->eager_state.clear();
+  s_->eager_out.clear();
+  for (const Buffer& b : s_->state) s_->eager_state.push_back(read_all(b));
+  for (const Buffer& b : u.inputs) s_->eager_state.push_back(read_all(b.base()));
+  for (const Buffer& b : eager_outputs) s_->eager_out.push_back(read_all(b));
+  // restore what the eager run changed, so the replay starts from the same state
+  size_t k = 0;
+  for (const Buffer& b : s_->state) write_all(b, s_->before[k++]);
+  for (const Buffer& b : u.inputs) write_all(b.base(), s_->before[k++]);
+}
+
+void JitCore::verify_finish(const std::vector<Buffer>& replay_outputs) {
+  UnitImpl& u = UnitImpl::of(unit);
+  size_t k = 0;
+  auto fail = [](const std::string& what, const Buffer& b, const std::string& diff) {
+    throw JitError("TinyJit verify: replay differs from eager execution in " + what + " " + b.describe() + ", " + diff +
+                   ". A value computed on the host inside the callable (a branch, a closure value) is frozen at capture; "
+                   "pass values that vary as Variables");
+  };
+  for (const Buffer& b : s_->state) {
+    std::string d = first_difference(b, s_->eager_state[k++], read_all(b));
+    if (!d.empty()) fail("state buffer", b, d);
+  }
+  for (const Buffer& b : u.inputs) {
+    std::string d = first_difference(b.base(), s_->eager_state[k++], read_all(b.base()));
+    if (!d.empty()) fail("input", b, d);
+  }
+  if (replay_outputs.size() != s_->eager_out.size())
+    throw JitError("TinyJit verify: the eager run returned " + std::to_string(s_->eager_out.size()) + " buffers, the capture " +
+                   std::to_string(replay_outputs.size()));
+  for (size_t i = 0; i < replay_outputs.size(); ++i) {
+    std::vector<unsigned char> got = read_all(replay_outputs[i]);
+    if (got.size() != s_->eager_out[i].size()) fail("output " + std::to_string(i), replay_outputs[i], "sizes differ");
+    std::string d = first_difference(replay_outputs[i], s_->eager_out[i], got);
+    if (!d.empty()) fail("output " + std::to_string(i), replay_outputs[i], d);
+  }
+}
+
+void JitCore::reset() {
+  abandon_capture();
+  calls = 0;
+  verify_left = opt.verify;
+  unit = ExecutionUnit();
+  outputs.clear();
+  s_->scalars.clear();
+  s_->vars.clear();
+  s_->var_slot.clear();
+  s_->state.clear();
+}
+
+}  // namespace detail
+
+struct Capture::State {
+  Recorder rec;
+  UnitOptions opt;
+  std::vector<Buffer> inputs, outputs;
+  bool active = true;
+};
+
+Capture::Capture(UnitOptions options) : s_(std::make_unique<State>()) {
+  if (current_recorder()) throw JitError("Capture: another capture is already recording on this thread");
+  s_->opt = options;
+  s_->rec.id = next_capture_id();
+  s_->rec.allow_copyout = options.allow_copyout;
+  set_current_recorder(&s_->rec);
+}
+
+Capture::~Capture() {
+  if (s_ && s_->active && current_recorder() == &s_->rec) set_current_recorder(nullptr);
+}
+
+size_t Capture::add_input(const Buffer& b) {
+  if (!b) throw JitError("Capture::add_input: null buffer");
+  s_->inputs.push_back(b);
+  return s_->inputs.size() - 1;
+}
+
+void Capture::add_output(const Buffer& b) {
+  if (!b) throw JitError("Capture::add_output: null buffer");
+  s_->outputs.push_back(b);
+}
+
+size_t Capture::items_recorded() const { return s_->rec.items.size(); }
+
+ExecutionUnit Capture::end() {
+  if (!s_->active) throw JitError("Capture::end called twice");
+  if (current_recorder() != &s_->rec) throw JitError("Capture::end must be called on the thread that began the capture");
+  set_current_recorder(nullptr);
+  s_->active = false;
+  std::vector<ExecItem> items = std::move(s_->rec.items);
+  if (items.empty()) throw JitError("Capture::end: no device work was issued on this thread during the capture");
+  std::vector<BufferImpl*> internal = find_internal(items, s_->rec.id);
+  return UnitAccess::wrap(make_unit(std::move(items), s_->inputs, s_->outputs, s_->opt, std::move(internal), {s_->rec.id}));
+}
+
+}  // namespace encore

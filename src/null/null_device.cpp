@@ -1,0 +1,74 @@
+// The NULL device: buffers in host memory, copies and transfers work, kernel launches do nothing.
+// It measures encore's own overhead; programs are "built" by reading their kernel signatures.
+#include <cstdlib>
+#include <cstring>
+
+#include "internal.hpp"
+
+namespace encore::detail {
+
+namespace {
+
+struct NullKernel final : BackendKernel {
+  void set_arg(uint32_t, size_t, const void*) override {}
+  void set_buffer(uint32_t, void*) override {}
+  void set_local(uint32_t, size_t) override {}
+};
+
+struct NullProgram final : BackendProgram {
+  std::unique_ptr<BackendKernel> create_kernel(const std::string&) override { return std::make_unique<NullKernel>(); }
+  std::vector<unsigned char> binary() override { return {}; }
+};
+
+class NullDevice final : public DeviceImpl {
+ public:
+  NullDevice() {
+    info.id = "NULL";
+    info.name = "NULL (no-op device)";
+    info.vendor = "encore";
+    info.version = "none";
+    info.platform = "encore";
+    info.compute_units = 1;
+    info.global_mem_bytes = info.max_alloc_bytes = uint64_t{1} << 40;
+    info.base_align_bytes = 128;  // as PoCL, so views behave the same
+    info.max_work_group_size = 1024;
+  }
+  ~NullDevice() override { allocator.reset(); }
+  bool is_null() const override { return true; }
+  void* raw_alloc(size_t bytes) override {
+    void* p = std::aligned_alloc(128, (bytes + 127) / 128 * 128);
+    if (!p) throw DeviceError("NULL device: out of host memory allocating " + std::to_string(bytes) + " bytes");
+    return p;
+  }
+  void raw_free(void* mem) override { std::free(mem); }
+  void* make_view(void* root, size_t offset, size_t) override { return static_cast<char*>(root) + offset; }
+  void free_view(void*) override {}
+  void write(void* root, size_t off, const void* src, size_t n, bool) override { std::memcpy(static_cast<char*>(root) + off, src, n); }
+  void read(void* root, size_t off, void* dst, size_t n) override { std::memcpy(dst, static_cast<char*>(root) + off, n); }
+  void copy(void* dst, size_t doff, void* src, size_t soff, size_t n) override {
+    std::memmove(static_cast<char*>(dst) + doff, static_cast<char*>(src) + soff, n);
+  }
+  bool copy_from(DeviceImpl& src_dev, void* dst, size_t doff, void* src, size_t soff, size_t n) override {
+    if (!src_dev.is_null()) return false;
+    copy(dst, doff, src, soff, n);
+    return true;
+  }
+  void launch(BackendKernel&, uint32_t, const size_t*, const size_t*, uint64_t* device_ns) override {
+    if (device_ns) *device_ns = 0;
+  }
+  void finish() override {}
+  BuildResult build(const std::string& source, const std::string&, const std::vector<unsigned char>*,
+                    const std::vector<KernelSignature>*) override {
+    BuildResult r;
+    r.kernels = parse_kernel_signatures(source);
+    r.program = std::make_unique<NullProgram>();
+    return r;
+  }
+  std::string cache_key_prefix() const override { return "NULL"; }
+};
+
+}  // namespace
+
+std::shared_ptr<DeviceImpl> open_null() { return std::make_shared<NullDevice>(); }
+
+}  // namespace encore::detail

@@ -1,0 +1,379 @@
+// The OpenCL backend: platforms and devices, one shared context per platform, one in-order queue
+// per device, memory, transfers, builds and launches.
+#include <cstring>
+#include <map>
+#include <sstream>
+
+#include "cl_handle.hpp"
+#include "internal.hpp"
+
+namespace encore::detail {
+
+namespace {
+
+std::string device_str(cl_device_id d, cl_device_info what) {
+  size_t n = 0;
+  if (clGetDeviceInfo(d, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return {};
+  std::string s(n, '\0');
+  clGetDeviceInfo(d, what, n, s.data(), nullptr);
+  while (!s.empty() && (s.back() == '\0' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+template <class T> T device_val(cl_device_id d, cl_device_info what) {
+  T v{};
+  clGetDeviceInfo(d, what, sizeof v, &v, nullptr);
+  return v;
+}
+
+std::string platform_str(cl_platform_id p, cl_platform_info what) {
+  size_t n = 0;
+  if (clGetPlatformInfo(p, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return {};
+  std::string s(n, '\0');
+  clGetPlatformInfo(p, what, n, s.data(), nullptr);
+  while (!s.empty() && s.back() == '\0') s.pop_back();
+  return s;
+}
+
+struct Found {
+  cl_platform_id platform;
+  cl_device_id device;
+};
+
+std::vector<Found> enumerate() {
+  std::vector<Found> out;
+  cl_uint np = 0;
+  if (clGetPlatformIDs(0, nullptr, &np) != CL_SUCCESS || np == 0) return out;
+  std::vector<cl_platform_id> ps(np);
+  clGetPlatformIDs(np, ps.data(), nullptr);
+  for (cl_platform_id p : ps) {
+    cl_uint nd = 0;
+    if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &nd) != CL_SUCCESS || nd == 0) continue;
+    std::vector<cl_device_id> ds(nd);
+    clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, nd, ds.data(), nullptr);
+    for (cl_device_id d : ds) out.push_back({p, d});
+  }
+  return out;
+}
+
+DeviceInfo read_info(const Found& f, int index) {
+  DeviceInfo i;
+  i.id = "CL:" + std::to_string(index);
+  i.name = device_str(f.device, CL_DEVICE_NAME);
+  i.vendor = device_str(f.device, CL_DEVICE_VENDOR);
+  i.version = device_str(f.device, CL_DEVICE_VERSION);
+  i.driver_version = device_str(f.device, CL_DRIVER_VERSION);
+  i.platform = platform_str(f.platform, CL_PLATFORM_NAME);
+  i.is_gpu = (device_val<cl_device_type>(f.device, CL_DEVICE_TYPE) & CL_DEVICE_TYPE_GPU) != 0;
+  i.compute_units = device_val<cl_uint>(f.device, CL_DEVICE_MAX_COMPUTE_UNITS);
+  i.global_mem_bytes = device_val<cl_ulong>(f.device, CL_DEVICE_GLOBAL_MEM_SIZE);
+  i.max_alloc_bytes = device_val<cl_ulong>(f.device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+  i.base_align_bytes = std::max<size_t>(1, device_val<cl_uint>(f.device, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8);
+  i.max_work_group_size = device_val<size_t>(f.device, CL_DEVICE_MAX_WORK_GROUP_SIZE);
+  size_t n = 0;
+  if (clGetDeviceInfo(f.device, CL_DEVICE_EXTENSIONS_WITH_VERSION, 0, nullptr, &n) == CL_SUCCESS && n > 0) {
+    std::vector<cl_name_version> v(n / sizeof(cl_name_version));
+    clGetDeviceInfo(f.device, CL_DEVICE_EXTENSIONS_WITH_VERSION, n, v.data(), nullptr);
+    for (const cl_name_version& e : v) {
+      std::string ver = std::to_string(CL_VERSION_MAJOR(e.version)) + "." + std::to_string(CL_VERSION_MINOR(e.version)) + "." +
+                        std::to_string(CL_VERSION_PATCH(e.version));
+      i.extensions.emplace_back(e.name, ver);
+    }
+  } else {
+    std::istringstream ss(device_str(f.device, CL_DEVICE_EXTENSIONS));
+    for (std::string e; ss >> e;) i.extensions.emplace_back(e, "");
+  }
+  for (auto& [name, ver] : i.extensions) {
+    if (name == "cl_khr_command_buffer") i.command_buffer_version = ver.empty() ? "yes" : ver;
+    if (name == "cl_khr_command_buffer_mutable_dispatch") i.mutable_dispatch = true;
+  }
+  return i;
+}
+
+// One context per platform, holding all its devices, so cross-device copies and events work.
+struct PlatformContext {
+  cl::Context ctx;
+  std::vector<cl_device_id> devices;
+};
+
+std::shared_ptr<PlatformContext> context_for(cl_platform_id p) {
+  static std::mutex mu;
+  static auto* ctxs = new std::map<cl_platform_id, std::weak_ptr<PlatformContext>>;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto c = (*ctxs)[p].lock()) return c;
+  auto c = std::make_shared<PlatformContext>();
+  cl_uint nd = 0;
+  cl::check(clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &nd), "clGetDeviceIDs");
+  c->devices.resize(nd);
+  cl::check(clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, nd, c->devices.data(), nullptr), "clGetDeviceIDs");
+  cl_context_properties props[] = {CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(p), 0};
+  cl_int err = CL_SUCCESS;
+  c->ctx = cl::Context(clCreateContext(props, nd, c->devices.data(), nullptr, nullptr, &err));
+  cl::check(err, "clCreateContext", platform_str(p, CL_PLATFORM_NAME));
+  (*ctxs)[p] = c;
+  return c;
+}
+
+class ClKernel final : public BackendKernel {
+ public:
+  explicit ClKernel(cl::KernelH k, std::string name) : k_(std::move(k)), name_(std::move(name)) {}
+  void set_arg(uint32_t i, size_t size, const void* value) override {
+    cl::check(clSetKernelArg(k_.get(), i, size, value), "clSetKernelArg", "kernel " + name_ + " argument " + std::to_string(i));
+  }
+  void set_buffer(uint32_t i, void* mem) override {
+    cl_mem m = static_cast<cl_mem>(mem);
+    cl::check(clSetKernelArg(k_.get(), i, sizeof m, &m), "clSetKernelArg", "kernel " + name_ + " argument " + std::to_string(i));
+  }
+  void set_local(uint32_t i, size_t bytes) override {
+    cl::check(clSetKernelArg(k_.get(), i, bytes, nullptr), "clSetKernelArg", "kernel " + name_ + " __local argument " + std::to_string(i));
+  }
+  cl_kernel get() const { return k_.get(); }
+  const std::string& name() const { return name_; }
+
+ private:
+  cl::KernelH k_;
+  std::string name_;
+};
+
+class ClProgram final : public BackendProgram {
+ public:
+  ClProgram(cl::ProgramH p, cl_device_id dev) : p_(std::move(p)), dev_(dev) {}
+  std::unique_ptr<BackendKernel> create_kernel(const std::string& name) override {
+    cl_int err = CL_SUCCESS;
+    cl::KernelH k(clCreateKernel(p_.get(), name.c_str(), &err));
+    cl::check(err, "clCreateKernel", name);
+    return std::make_unique<ClKernel>(std::move(k), name);
+  }
+  std::vector<unsigned char> binary() override {
+    cl_uint nd = 0;
+    cl::check(clGetProgramInfo(p_.get(), CL_PROGRAM_NUM_DEVICES, sizeof nd, &nd, nullptr), "clGetProgramInfo");
+    std::vector<cl_device_id> devs(nd);
+    cl::check(clGetProgramInfo(p_.get(), CL_PROGRAM_DEVICES, nd * sizeof(cl_device_id), devs.data(), nullptr), "clGetProgramInfo");
+    std::vector<size_t> sizes(nd);
+    cl::check(clGetProgramInfo(p_.get(), CL_PROGRAM_BINARY_SIZES, nd * sizeof(size_t), sizes.data(), nullptr), "clGetProgramInfo");
+    std::vector<std::vector<unsigned char>> bins(nd);
+    std::vector<unsigned char*> ptrs(nd);
+    for (cl_uint i = 0; i < nd; ++i) {
+      bins[i].resize(sizes[i]);
+      ptrs[i] = bins[i].data();
+    }
+    cl::check(clGetProgramInfo(p_.get(), CL_PROGRAM_BINARIES, nd * sizeof(unsigned char*), ptrs.data(), nullptr), "clGetProgramInfo");
+    for (cl_uint i = 0; i < nd; ++i)
+      if (devs[i] == dev_) return bins[i];
+    return {};
+  }
+
+ private:
+  cl::ProgramH p_;
+  cl_device_id dev_;
+};
+
+std::optional<DType> dtype_of_cl_type(std::string t) {
+  if (!t.empty() && t.back() == '*') return std::nullopt;
+  return scalar_dtype_of(t);
+}
+
+class ClDevice final : public DeviceImpl {
+ public:
+  ClDevice(const Found& f, int index) : dev_(f.device) {
+    info = read_info(f, index);
+    ctx_ = context_for(f.platform);
+    profiling = debug_level() >= 2 || env_flag("ENCORE_PROFILING", false) || std::getenv("PROFILE") != nullptr;
+    cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, profiling ? static_cast<cl_queue_properties>(CL_QUEUE_PROFILING_ENABLE) : 0, 0};
+    cl_int err = CL_SUCCESS;
+    q_ = cl::Queue(clCreateCommandQueueWithProperties(ctx_->ctx.get(), dev_, props, &err));
+    cl::check(err, "clCreateCommandQueueWithProperties", info.id);
+  }
+  ~ClDevice() override {
+    if (q_) clFinish(q_.get());
+    allocator.reset();  // return cached memory while the context is alive
+  }
+
+  cl_context ctx() const { return ctx_->ctx.get(); }
+  cl_command_queue queue() const { return q_.get(); }
+
+  void* raw_alloc(size_t bytes) override {
+    cl_int err = CL_SUCCESS;
+    cl_mem m = clCreateBuffer(ctx(), CL_MEM_READ_WRITE, bytes, nullptr, &err);
+    cl::check(err, "clCreateBuffer", std::to_string(bytes) + " bytes on " + info.id);
+    return m;
+  }
+  void raw_free(void* mem) override { clReleaseMemObject(static_cast<cl_mem>(mem)); }
+  void* make_view(void* root, size_t offset, size_t bytes) override {
+    cl_buffer_region r{offset, bytes};
+    cl_int err = CL_SUCCESS;
+    cl_mem m = clCreateSubBuffer(static_cast<cl_mem>(root), CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &err);
+    cl::check(err, "clCreateSubBuffer", std::to_string(bytes) + " bytes at offset " + std::to_string(offset));
+    return m;
+  }
+  void free_view(void* v) override { clReleaseMemObject(static_cast<cl_mem>(v)); }
+  void write(void* root, size_t off, const void* src, size_t n, bool blocking) override {
+    cl::check(clEnqueueWriteBuffer(queue(), static_cast<cl_mem>(root), blocking ? CL_TRUE : CL_FALSE, off, n, src, 0, nullptr, nullptr),
+              "clEnqueueWriteBuffer", std::to_string(n) + " bytes on " + info.id);
+  }
+  void read(void* root, size_t off, void* dst, size_t n) override {
+    cl::check(clEnqueueReadBuffer(queue(), static_cast<cl_mem>(root), CL_TRUE, off, n, dst, 0, nullptr, nullptr),
+              "clEnqueueReadBuffer", std::to_string(n) + " bytes on " + info.id);
+  }
+  void copy(void* dst, size_t doff, void* src, size_t soff, size_t n) override {
+    cl::check(clEnqueueCopyBuffer(queue(), static_cast<cl_mem>(src), static_cast<cl_mem>(dst), soff, doff, n, 0, nullptr, nullptr),
+              "clEnqueueCopyBuffer", std::to_string(n) + " bytes on " + info.id);
+  }
+  bool copy_from(DeviceImpl& src_dev, void* dst, size_t doff, void* src, size_t soff, size_t n) override {
+    auto* s = dynamic_cast<ClDevice*>(&src_dev);
+    if (!s || s->ctx() != ctx()) return false;
+    // The copy runs on our queue after the source queue's pending work; the source queue then
+    // waits for the copy, so neither side can overwrite bytes the other still needs.
+    cl_event ready = nullptr, done = nullptr;
+    cl::check(clEnqueueMarkerWithWaitList(s->queue(), 0, nullptr, &ready), "clEnqueueMarkerWithWaitList");
+    cl::Event r(ready);
+    cl::check(clEnqueueCopyBuffer(queue(), static_cast<cl_mem>(src), static_cast<cl_mem>(dst), soff, doff, n, 1, &ready, &done),
+              "clEnqueueCopyBuffer", "cross-device copy " + src_dev.info.id + " -> " + info.id);
+    cl::Event d(done);
+    cl::check(clEnqueueBarrierWithWaitList(s->queue(), 1, &done, nullptr), "clEnqueueBarrierWithWaitList");
+    clFlush(s->queue());
+    return true;
+  }
+  void launch(BackendKernel& k, uint32_t dims, const size_t* global, const size_t* local, uint64_t* device_ns) override {
+    auto& ck = static_cast<ClKernel&>(k);
+    cl_event ev = nullptr;
+    cl_int st = clEnqueueNDRangeKernel(queue(), ck.get(), dims, nullptr, global, local, 0, nullptr, device_ns ? &ev : nullptr);
+    if (st != CL_SUCCESS) {
+      std::string what = "kernel " + ck.name() + " global [";
+      for (uint32_t i = 0; i < dims; ++i) what += (i ? "," : "") + std::to_string(global[i]);
+      what += "]";
+      if (local) {
+        what += " local [";
+        for (uint32_t i = 0; i < dims; ++i) what += (i ? "," : "") + std::to_string(local[i]);
+        what += "]";
+      }
+      throw OpenCLError(st, "clEnqueueNDRangeKernel", what + " on " + info.id);
+    }
+    if (device_ns) {
+      cl::Event e(ev);
+      cl::check(clWaitForEvents(1, &ev), "clWaitForEvents", ck.name());
+      cl_ulong t0 = 0, t1 = 0;
+      if (profiling && clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, nullptr) == CL_SUCCESS &&
+          clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, nullptr) == CL_SUCCESS)
+        *device_ns = t1 - t0;
+      else
+        *device_ns = 0;
+    }
+  }
+  void finish() override { cl::check(clFinish(queue()), "clFinish", info.id); }
+
+  BuildResult build(const std::string& source, const std::string& options, const std::vector<unsigned char>* binary,
+                    const std::vector<KernelSignature>* cached) override {
+    cl_int err = CL_SUCCESS;
+    cl::ProgramH p;
+    std::string opts = options + " -cl-kernel-arg-info";
+    if (binary) {
+      const unsigned char* b = binary->data();
+      size_t n = binary->size();
+      cl_int bstatus = CL_SUCCESS;
+      p = cl::ProgramH(clCreateProgramWithBinary(ctx(), 1, &dev_, &n, &b, &bstatus, &err));
+      cl::check(err != CL_SUCCESS ? err : bstatus, "clCreateProgramWithBinary", "cached binary");
+    } else {
+      const char* src = source.c_str();
+      size_t len = source.size();
+      p = cl::ProgramH(clCreateProgramWithSource(ctx(), 1, &src, &len, &err));
+      cl::check(err, "clCreateProgramWithSource");
+    }
+    err = clBuildProgram(p.get(), 1, &dev_, opts.c_str(), nullptr, nullptr);
+    if (err != CL_SUCCESS) {
+      size_t n = 0;
+      clGetProgramBuildInfo(p.get(), dev_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
+      std::string log(n, '\0');
+      if (n) clGetProgramBuildInfo(p.get(), dev_, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
+      while (!log.empty() && log.back() == '\0') log.pop_back();
+      if (binary) throw OpenCLError(err, "clBuildProgram", "cached binary: " + log);
+      throw CompileError("OpenCL C build failed on " + info.id + " (" + info.name + ") with " + cl_status_name(err) +
+                             (options.empty() ? "" : ", options \"" + options + "\""),
+                         log);
+    }
+    BuildResult r;
+    if (cached) {
+      r.kernels = *cached;
+    } else {
+      cl_uint nk = 0;
+      cl::check(clCreateKernelsInProgram(p.get(), 0, nullptr, &nk), "clCreateKernelsInProgram");
+      std::vector<cl_kernel> ks(nk);
+      if (nk) cl::check(clCreateKernelsInProgram(p.get(), nk, ks.data(), nullptr), "clCreateKernelsInProgram");
+      std::vector<cl::KernelH> owned;
+      for (cl_kernel k : ks) owned.emplace_back(k);
+      for (cl_kernel k : ks) r.kernels.push_back(signature(k));
+    }
+    r.program = std::make_unique<ClProgram>(std::move(p), dev_);
+    return r;
+  }
+
+  std::string cache_key_prefix() const override { return info.name + '\0' + info.driver_version + '\0' + info.version; }
+
+ private:
+  static std::string kernel_str(cl_kernel k, cl_kernel_info what) {
+    size_t n = 0;
+    clGetKernelInfo(k, what, 0, nullptr, &n);
+    std::string s(n, '\0');
+    if (n) clGetKernelInfo(k, what, n, s.data(), nullptr);
+    while (!s.empty() && s.back() == '\0') s.pop_back();
+    return s;
+  }
+  static std::string arg_str(cl_kernel k, cl_uint i, cl_kernel_arg_info what) {
+    size_t n = 0;
+    cl::check(clGetKernelArgInfo(k, i, what, 0, nullptr, &n), "clGetKernelArgInfo");
+    std::string s(n, '\0');
+    if (n) clGetKernelArgInfo(k, i, what, n, s.data(), nullptr);
+    while (!s.empty() && s.back() == '\0') s.pop_back();
+    return s;
+  }
+  static KernelSignature signature(cl_kernel k) {
+    KernelSignature sig;
+    sig.name = kernel_str(k, CL_KERNEL_FUNCTION_NAME);
+    cl_uint na = 0;
+    cl::check(clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof na, &na, nullptr), "clGetKernelInfo");
+    for (cl_uint i = 0; i < na; ++i) {
+      KernelParam p;
+      p.name = arg_str(k, i, CL_KERNEL_ARG_NAME);
+      p.type_name = arg_str(k, i, CL_KERNEL_ARG_TYPE_NAME);
+      cl_kernel_arg_address_qualifier aq = 0;
+      cl_kernel_arg_type_qualifier tq = 0;
+      cl::check(clGetKernelArgInfo(k, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof aq, &aq, nullptr), "clGetKernelArgInfo");
+      cl::check(clGetKernelArgInfo(k, i, CL_KERNEL_ARG_TYPE_QUALIFIER, sizeof tq, &tq, nullptr), "clGetKernelArgInfo");
+      p.space = aq == CL_KERNEL_ARG_ADDRESS_GLOBAL     ? AddressSpace::global
+                : aq == CL_KERNEL_ARG_ADDRESS_CONSTANT ? AddressSpace::constant
+                : aq == CL_KERNEL_ARG_ADDRESS_LOCAL    ? AddressSpace::local
+                                                       : AddressSpace::private_;
+      p.is_pointer = !p.type_name.empty() && p.type_name.back() == '*';
+      p.const_data = p.is_pointer && (tq & CL_KERNEL_ARG_TYPE_CONST);
+      if (!p.is_pointer) p.scalar = dtype_of_cl_type(p.type_name);
+      sig.params.push_back(std::move(p));
+    }
+    return sig;
+  }
+
+  cl_device_id dev_;
+  std::shared_ptr<PlatformContext> ctx_;
+  cl::Queue q_;
+};
+
+}  // namespace
+
+std::vector<DeviceInfo> list_opencl() {
+  std::vector<DeviceInfo> out;
+  auto found = enumerate();
+  for (size_t i = 0; i < found.size(); ++i) out.push_back(read_info(found[i], static_cast<int>(i)));
+  return out;
+}
+
+std::shared_ptr<DeviceImpl> open_opencl(int index) {
+  auto found = enumerate();
+  if (index < 0 || static_cast<size_t>(index) >= found.size()) {
+    std::string names = "NULL";
+    for (size_t i = 0; i < found.size(); ++i) names += ", CL:" + std::to_string(i) + " (" + device_str(found[i].device, CL_DEVICE_NAME) + ")";
+    throw DeviceError("no OpenCL device CL:" + std::to_string(index) + (found.empty() ? " (no OpenCL platform found)" : "") +
+                      "; available: " + names);
+  }
+  return std::make_shared<ClDevice>(found[static_cast<size_t>(index)], index);
+}
+
+}  // namespace encore::detail

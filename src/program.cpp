@@ -1,0 +1,116 @@
+#include "encore/program.hpp"
+
+#include <iostream>
+
+#include "encore/device.hpp"
+#include "internal.hpp"
+#include "program_cache.hpp"
+
+namespace encore {
+
+using detail::KernelImpl;
+using detail::ProgramImpl;
+
+const char* name(Access a) {
+  switch (a) {
+    case Access::in: return "in";
+    case Access::out: return "out";
+    case Access::inout: return "inout";
+    default: return "none";
+  }
+}
+
+void detail::ProgramImpl::save() noexcept {
+  if (disk_path.empty() || !backend) return;
+  try {
+    CacheEntry e{kernels, backend->binary()};
+    if (!e.binary.empty()) cache_store(disk_path, disk_key, e);
+  } catch (...) {
+  }
+}
+
+Program Device::compile(const std::string& source, const std::string& options) const {
+  detail::DeviceImpl& d = *shared_impl();
+  std::lock_guard<std::mutex> lock(d.programs_mu);
+  auto key = std::make_pair(source, options);
+  if (auto it = d.programs.find(key); it != d.programs.end()) return Program(it->second);
+
+  auto p = std::make_shared<ProgramImpl>();
+  p->dev = shared_impl();
+  p->source = source;
+  p->options = options;
+  std::string dir = d.is_null() ? std::string() : detail::cache_dir();
+  if (!dir.empty()) {
+    p->disk_key = detail::cache_key_text(d.cache_key_prefix(), source, options);
+    p->disk_path = detail::cache_path(dir, p->disk_key);
+    if (auto entry = detail::cache_load(p->disk_path, p->disk_key)) {
+      try {
+        detail::BuildResult r = d.build(source, options, &entry->binary, &entry->kernels);
+        p->backend = std::move(r.program);
+        p->kernels = std::move(r.kernels);
+        p->from_disk = true;
+      } catch (const Error& e) {
+        std::cerr << "encore: warning: cached binary " << p->disk_path << " was rejected (" << e.what() << "); recompiling\n";
+      }
+    }
+  }
+  if (!p->backend) {
+    detail::BuildResult r = d.build(source, options, nullptr, nullptr);
+    p->backend = std::move(r.program);
+    p->kernels = std::move(r.kernels);
+    p->save();
+  }
+  d.programs.emplace(std::move(key), p);
+  return Program(p);
+}
+
+static ProgramImpl& need(const std::shared_ptr<ProgramImpl>& p) {
+  if (!p) throw ArgumentError("use of a null Program");
+  return *p;
+}
+
+Device Program::device() const { return Device(need(impl_).dev); }
+const std::string& Program::source() const { return need(impl_).source; }
+const std::string& Program::options() const { return need(impl_).options; }
+bool Program::from_disk_cache() const { return need(impl_).from_disk; }
+void Program::save_cache() const { need(impl_).save(); }
+std::vector<unsigned char> Program::binary() const {
+  ProgramImpl& p = need(impl_);
+  std::lock_guard<std::mutex> lock(p.mu);
+  return p.backend->binary();
+}
+
+std::vector<std::string> Program::kernel_names() const {
+  std::vector<std::string> v;
+  for (const auto& k : need(impl_).kernels) v.push_back(k.name);
+  return v;
+}
+
+Kernel Program::kernel(const std::string& name) const {
+  ProgramImpl& p = need(impl_);
+  for (const auto& sig : p.kernels) {
+    if (sig.name != name) continue;
+    auto k = std::make_shared<KernelImpl>();
+    k->program = impl_;
+    k->sig = &sig;
+    std::lock_guard<std::mutex> lock(p.mu);
+    k->eager = p.backend->create_kernel(name);
+    return Kernel(std::move(k));
+  }
+  std::string names;
+  for (const auto& sig : p.kernels) names += (names.empty() ? "" : ", ") + sig.name;
+  throw ArgumentError("program has no kernel \"" + name + "\" (kernels: " + (names.empty() ? "none" : names) +
+                      "; a kernel named like an OpenCL C built-in such as step or clamp cannot be created)");
+}
+
+static KernelImpl& need(const std::shared_ptr<KernelImpl>& k) {
+  if (!k) throw ArgumentError("use of a null Kernel");
+  return *k;
+}
+
+const std::string& Kernel::name() const { return need(impl_).sig->name; }
+const std::vector<KernelParam>& Kernel::params() const { return need(impl_).sig->params; }
+Program Kernel::program() const { return Program(need(impl_).program); }
+Device Kernel::device() const { return Device(need(impl_).program->dev); }
+
+}  // namespace encore

@@ -1,0 +1,480 @@
+// workload file → Workload: the schema of WORKLOAD.md, checked strictly (unknown keys, types,
+// ranges, references). Checks that need a device live in validate.cpp.
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+
+#include "workload/init.hpp"
+#include "workload/reader.hpp"
+
+namespace encore {
+
+WorkloadError::WorkloadError(std::string path, const std::string& message)
+    : Error((path.empty() ? std::string("top level") : path) + ": " + message), path_(std::move(path)), message_(message) {}
+
+namespace workload {
+
+using namespace detail;
+
+const char* name(Role r) {
+  switch (r) {
+    case Role::input: return "input";
+    case Role::state: return "state";
+    case Role::const_: return "const";
+    case Role::temp: return "temp";
+    case Role::output: return "output";
+  }
+  return "?";
+}
+
+int Workload::find_buffer(std::string_view n) const {
+  for (size_t k = 0; k < buffers.size(); ++k)
+    if (buffers[k].name == n) return static_cast<int>(k);
+  return -1;
+}
+int Workload::find_variable(std::string_view n) const {
+  for (size_t k = 0; k < variables.size(); ++k)
+    if (variables[k].name == n) return static_cast<int>(k);
+  return -1;
+}
+
+namespace {
+
+constexpr uint64_t kMaxBufferBytes = uint64_t(1) << 40;  // beyond any device here; catches typos
+
+std::string dtype_list() {
+  std::string s;
+  for (DType t : all_dtypes) s += (s.empty() ? "" : " ") + std::string(encore::name(t));
+  return s;
+}
+
+std::filesystem::path resolve(const std::filesystem::path& base, const std::string& rel) {
+  std::filesystem::path p(rel);
+  return p.is_absolute() ? p : base / p;
+}
+
+std::string read_file(const std::filesystem::path& p, const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(p, ec)) fail(path, "cannot read " + quote(p.string()) + ": no such file");
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  if (!f) fail(path, "cannot read " + quote(p.string()));
+  return ss.str();
+}
+
+void check_name(const std::string& n, const std::string& path, const char* what) {
+  // Buffer names become file names under --dump DIR: keep them inside it.
+  if (n.empty() || n == "." || n == ".." || n.find_first_of(std::string("/\\\0", 3)) != std::string::npos)
+    fail(path, std::string("invalid ") + what + " name " + quote(n));
+}
+
+struct Parser {
+  Workload w;
+
+  void tolerance(const JNode& n, const std::string& path) {
+    Obj o(n, path);
+    w.has_tolerance = true;
+    for (auto [key, dst] : {std::pair{"rtol", &w.rtol}, std::pair{"atol", &w.atol}})
+      if (const JNode* v = o.opt(key)) {
+        *dst = as_double(*v, o.at(key));
+        if (*dst < 0) fail(o.at(key), "must not be negative");
+      }
+    o.done("rtol, atol");
+  }
+
+  void programs(const JNode& n, const std::string& path) {
+    Obj o(n, path);
+    for (const auto& [name, body] : n.members) {
+      o.opt(name);
+      std::string p = child(path, name);
+      if (name.empty()) fail(p, "empty program name");
+      Obj po(body, p);
+      ProgramSpec s;
+      s.name = name;
+      const JNode* src = po.opt("source");
+      const JNode* file = po.opt("source_file");
+      if (!src == !file) fail(p, "needs exactly one of \"source\" and \"source_file\"");
+      if (src) s.source = as_string(*src, po.at("source"));
+      if (file) {
+        s.source_file = resolve(w.base_dir, as_string(*file, po.at("source_file")));
+        s.source = read_file(s.source_file, po.at("source_file"));
+      }
+      if (const JNode* opt = po.opt("options")) s.options = as_string(*opt, po.at("options"));
+      po.done("source, source_file, options");
+      w.programs.push_back(std::move(s));
+    }
+  }
+
+  void init(BufferSpec& b, const JNode& n, const std::string& path) {
+    Init& in = b.init;
+    if (n.kind == JNode::Kind::string) {
+      if (n.str != "zeros") fail(path, "unknown init " + quote(n.str) + " (a string init must be \"zeros\")");
+      in.kind = Init::Kind::zeros;
+      return;
+    }
+    Obj o(n, path);
+    int kinds = o.has("fill") + o.has("uniform") + o.has("arange") + o.has("file");
+    if (kinds != 1) fail(path, "needs exactly one of \"fill\", \"uniform\", \"arange\", \"file\" (or the string \"zeros\")");
+    if (const JNode* v = o.opt("fill")) {
+      in.kind = Init::Kind::fill;
+      in.fill = as_number(*v, o.at("fill"));
+    } else if (const JNode* v = o.opt("uniform")) {
+      in.kind = Init::Kind::uniform;
+      const auto& a = as_array(*v, o.at("uniform"));
+      if (a.size() != 2) fail(o.at("uniform"), "expected [lo, hi]");
+      in.lo = as_double(a[0], index(o.at("uniform"), 0));
+      in.hi = as_double(a[1], index(o.at("uniform"), 1));
+      if (const JNode* s = o.opt("seed")) in.seed = as_int_mod64(*s, o.at("seed"));
+    } else if (const JNode* v = o.opt("arange")) {
+      in.kind = Init::Kind::arange;
+      const auto& a = as_array(*v, o.at("arange"));
+      if (a.size() != 2) fail(o.at("arange"), "expected [start, step]");
+      in.start = as_number(a[0], index(o.at("arange"), 0));
+      in.step = as_number(a[1], index(o.at("arange"), 1));
+    } else if (const JNode* v = o.opt("file")) {
+      in.kind = Init::Kind::file;
+      in.file = resolve(w.base_dir, as_string(*v, o.at("file")));
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(in.file, ec)) fail(o.at("file"), "cannot read " + quote(in.file.string()) + ": no such file");
+      uint64_t have = std::filesystem::file_size(in.file, ec);
+      uint64_t want = uint64_t(b.count) * size(b.dtype);
+      if (ec || have != want)
+        fail(o.at("file"), quote(in.file.string()) + " has " + std::to_string(have) + " bytes, the buffer " + std::to_string(want));
+    }
+    o.done(in.kind == Init::Kind::uniform ? "uniform, seed" : "one of fill, uniform (with seed), arange, file");
+    check_init_range(b, path);  // a value the dtype cannot hold is a file error (init.cpp)
+  }
+
+  void buffers(const JNode& n, const std::string& path) {
+    Obj o(n, path);
+    for (const auto& [name, body] : n.members) {
+      o.opt(name);
+      std::string p = child(path, name);
+      check_name(name, p, "buffer");
+      Obj bo(body, p);
+      BufferSpec b;
+      b.name = name;
+      const std::string& dt = as_string(bo.req("dtype"), bo.at("dtype"));
+      auto t = parse_dtype(dt);
+      if (!t) fail(bo.at("dtype"), "unknown dtype " + quote(dt) + " (one of " + dtype_list() + ")");
+      b.dtype = *t;
+      b.count = as_uint(bo.req("count"), bo.at("count"), kMaxBufferBytes / size(b.dtype));
+      if (b.count == 0) fail(bo.at("count"), "must be > 0");
+      const std::string& role = as_string(bo.req("role"), bo.at("role"));
+      if (role == "input") b.role = Role::input;
+      else if (role == "state") b.role = Role::state;
+      else if (role == "const") b.role = Role::const_;
+      else if (role == "temp") b.role = Role::temp;
+      else if (role == "output") b.role = Role::output;
+      else fail(bo.at("role"), "unknown role " + quote(role) + " (one of input, state, const, temp, output)");
+      if (const JNode* i = bo.opt("init")) {
+        if (b.role == Role::temp || b.role == Role::output)
+          fail(bo.at("init"), std::string("a ") + workload::name(b.role) + " buffer takes no init: its contents are undefined until an item writes it");
+        init(b, *i, bo.at("init"));
+      }
+      bo.done("dtype, count, role, init");
+      w.buffers.push_back(std::move(b));
+    }
+  }
+
+  void variables(const JNode& n, const std::string& path) {
+    Obj o(n, path);
+    for (const auto& [name, body] : n.members) {
+      o.opt(name);
+      std::string p = child(path, name);
+      if (name.empty()) fail(p, "empty variable name");
+      Obj vo(body, p);
+      VariableSpec v;
+      v.name = name;
+      if (const JNode* t = vo.opt("type")) {
+        const std::string& s = as_string(*t, vo.at("type"));
+        if (s == "int") v.type = VarType::i64;
+        else if (s == "f32") v.type = VarType::f32;
+        else if (s == "f64") v.type = VarType::f64;
+        else fail(vo.at("type"), "unknown variable type " + quote(s) + " (one of int, f32, f64)");
+      }
+      const auto& vals = as_array(vo.req("values"), vo.at("values"));
+      if (vals.empty()) fail(vo.at("values"), "needs at least one value");
+      if (v.type == VarType::i64) {
+        v.min = as_int(vo.req("min"), vo.at("min"), INT64_MIN, INT64_MAX);
+        v.max = as_int(vo.req("max"), vo.at("max"), INT64_MIN, INT64_MAX);
+        if (v.min > v.max) fail(vo.at("max"), "max is below min");
+        for (size_t k = 0; k < vals.size(); ++k) {
+          std::string vp = index(vo.at("values"), k);
+          int64_t x = as_int(vals[k], vp, INT64_MIN, INT64_MAX);
+          if (x < v.min || x > v.max)
+            fail(vp, std::to_string(x) + " is outside the bounds [" + std::to_string(v.min) + ", " + std::to_string(v.max) + "]");
+          v.ivalues.push_back(x);
+        }
+      } else {
+        double lim = v.type == VarType::f32 ? FLT_MAX : DBL_MAX;
+        if (const JNode* m = vo.opt("min")) v.fmin = as_double(*m, vo.at("min"));
+        if (const JNode* m = vo.opt("max")) v.fmax = as_double(*m, vo.at("max"));
+        if (v.fmin > v.fmax) fail(vo.at("max"), "max is below min");
+        for (size_t k = 0; k < vals.size(); ++k) {
+          std::string vp = index(vo.at("values"), k);
+          double x = as_double(vals[k], vp);
+          if (x < v.fmin || x > v.fmax) fail(vp, vals[k].str + " is outside the bounds [" + std::to_string(v.fmin) + ", " + std::to_string(v.fmax) + "]");
+          if (std::fabs(x) > lim) fail(vp, vals[k].str + " does not fit f32");
+          v.fvalues.push_back(x);
+        }
+      }
+      vo.done("min, max, values, type");
+      w.variables.push_back(std::move(v));
+    }
+  }
+
+  int buffer_ref(const JNode& n, const std::string& path) {
+    const std::string& s = as_string(n, path);
+    int b = w.find_buffer(s);
+    if (b < 0) fail(path, "unknown buffer " + quote(s));
+    return b;
+  }
+
+  int variable_ref(const JNode& n, const std::string& path) {
+    const std::string& s = as_string(n, path);
+    int v = w.find_variable(s);
+    if (v < 0) fail(path, "unknown variable " + quote(s));
+    return v;
+  }
+
+  SizeExpr size_expr(const JNode& n, const std::string& path) {
+    SizeExpr e;
+    if (n.kind == JNode::Kind::number) {
+      e.add = as_int(n, path, 0, INT64_MAX);
+      return e;
+    }
+    if (n.kind != JNode::Kind::object) fail(path, std::string("a size is an integer or {\"var\", \"mul\", \"add\"}, got ") + kind_name(n.kind));
+    Obj o(n, path);
+    e.var = variable_ref(o.req("var"), o.at("var"));
+    if (w.variables[e.var].type != VarType::i64)
+      fail(o.at("var"), "float variable " + quote(w.variables[e.var].name) + " cannot be used in a size");
+    if (const JNode* m = o.opt("mul")) e.mul = as_int(*m, o.at("mul"), INT32_MIN, INT32_MAX);
+    if (const JNode* a = o.opt("add")) e.add = as_int(*a, o.at("add"), INT32_MIN, INT32_MAX);
+    o.done("var, mul, add");
+    for (size_t k = 0; k < w.variables[e.var].ivalues.size(); ++k) {
+      int64_t v = w.variables[e.var].ivalues[k], r = 0;
+      if (__builtin_mul_overflow(e.mul, v, &r) || __builtin_add_overflow(r, e.add, &r))
+        fail(path, "overflows with " + w.variables[e.var].name + " = " + std::to_string(v));
+      if (r < 0) fail(path, "is negative (" + std::to_string(r) + ") with " + w.variables[e.var].name + " = " + std::to_string(v));
+    }
+    return e;
+  }
+
+  std::vector<SizeExpr> sizes(const JNode& n, const std::string& path) {
+    const auto& a = as_array(n, path);
+    if (a.empty() || a.size() > 3) fail(path, "needs 1 to 3 dimensions");
+    std::vector<SizeExpr> r;
+    for (size_t k = 0; k < a.size(); ++k) r.push_back(size_expr(a[k], index(path, k)));
+    return r;
+  }
+
+  // Every call's global size must be a multiple of its local size. Call i binds values[i % len]
+  // of each variable, so checking one full cycle of the variables involved covers every call.
+  void check_multiples(const ItemSpec& it, const std::string& path) {
+    size_t cycle = 1;
+    for (const auto* v : {&it.global, &it.local})
+      for (const SizeExpr& e : *v)
+        if (e.var >= 0) cycle = std::min<size_t>(std::lcm(cycle, w.variables[e.var].ivalues.size()), 1 << 20);
+    for (size_t call = 0; call < cycle; ++call)
+      for (size_t d = 0; d < it.global.size(); ++d) {
+        auto val = [&](const SizeExpr& e) {
+          return e.var < 0 ? e.add : e.eval(w.variables[e.var].ivalues[call % w.variables[e.var].ivalues.size()]);
+        };
+        int64_t g = val(it.global[d]), l = val(it.local[d]);
+        if (l != 0 && g % l != 0)
+          fail(index(child(path, "global"), d), "global size " + std::to_string(g) + " is not a multiple of the local size " +
+                                                    std::to_string(l) + " (call " + std::to_string(call) + ")");
+      }
+  }
+
+  ArgSpec arg(const JNode& n, const std::string& path) {
+    ArgSpec a;
+    if (n.kind == JNode::Kind::string) {
+      a.kind = ArgSpec::Kind::buffer;
+      a.buffer = buffer_ref(n, path);
+      return a;
+    }
+    if (n.kind != JNode::Kind::object)
+      fail(path, std::string("an argument is a buffer name or an object, got ") + kind_name(n.kind));
+    Obj o(n, path);
+    if (o.has("buf")) {
+      a.kind = ArgSpec::Kind::buffer;
+      a.buffer = buffer_ref(o.req("buf"), o.at("buf"));
+      const BufferSpec& b = w.buffers[a.buffer];
+      if (const JNode* acc = o.opt("access")) {
+        const std::string& s = as_string(*acc, o.at("access"));
+        if (s == "in") a.access = Access::in;
+        else if (s == "out") a.access = Access::out;
+        else if (s == "inout") a.access = Access::inout;
+        else fail(o.at("access"), "unknown access " + quote(s) + " (one of in, out, inout)");
+      }
+      const JNode* off = o.opt("offset");
+      const JNode* cnt = o.opt("count");
+      if (off) a.offset = as_uint(*off, o.at("offset"), b.count - 1);
+      a.count = b.count - a.offset;
+      if (cnt) {
+        a.count = as_uint(*cnt, o.at("count"), b.count - a.offset);
+        if (a.count == 0) fail(o.at("count"), "must be > 0");
+      }
+      a.view = off || cnt;
+      o.done("buf, access, offset, count");
+    } else if (o.has("var")) {
+      a.kind = ArgSpec::Kind::variable;
+      a.variable = variable_ref(o.req("var"), o.at("var"));
+      const VariableSpec& v = w.variables[a.variable];
+      a.dtype = v.type == VarType::f32 ? DType::f32 : v.type == VarType::f64 ? DType::f64 : DType::i32;
+      if (const JNode* as = o.opt("as")) {
+        const std::string& s = as_string(*as, o.at("as"));
+        auto t = parse_dtype(s);
+        bool ok = v.type == VarType::i64 ? (t == DType::i32 || t == DType::u32 || t == DType::i64 || t == DType::u64) : t == a.dtype;
+        if (!ok)
+          fail(o.at("as"), v.type == VarType::i64 ? "an int variable is passed as i32, u32, i64 or u64, not " + quote(s)
+                                                  : "a float variable is passed as its own type (" + std::string(encore::name(a.dtype)) + ")");
+        a.dtype = *t;
+      }
+      if (v.type == VarType::i64)
+        for (size_t k = 0; k < v.ivalues.size(); ++k) {
+          int64_t x = v.ivalues[k];
+          bool fits = a.dtype == DType::i32 ? (x >= INT32_MIN && x <= INT32_MAX)
+                      : a.dtype == DType::u32 ? (x >= 0 && x <= int64_t(UINT32_MAX))
+                      : a.dtype == DType::u64 ? x >= 0 : true;
+          if (!fits)
+            fail(path, "variable " + quote(v.name) + " value " + std::to_string(x) + " (values[" + std::to_string(k) + "]) does not fit " +
+                           std::string(encore::name(a.dtype)));
+        }
+      o.done("var, as");
+    } else if (o.has("local")) {
+      a.kind = ArgSpec::Kind::local;
+      a.local_bytes = as_uint(o.req("local"), o.at("local"), uint64_t(1) << 31);
+      if (a.local_bytes == 0) fail(o.at("local"), "must be > 0");
+      o.done("local");
+    } else {
+      a.kind = ArgSpec::Kind::scalar;
+      static constexpr const char* kinds[] = {"i32", "u32", "i64", "u64", "f32", "f64"};
+      int found = 0;
+      for (const char* k : kinds) found += o.has(k);
+      if (found != 1 || n.members.size() != 1)
+        fail(path, "unknown argument form (a buffer name, {\"buf\": ...}, {\"var\": ...}, {\"local\": bytes}, or one scalar: "
+                   "{\"i32\"|\"u32\"|\"i64\"|\"u64\"|\"f32\"|\"f64\": value})");
+      const std::string& key = n.members[0].first;
+      const JNode& v = *o.opt(key);
+      std::string p = o.at(key);
+      a.dtype = *parse_dtype(key);
+      switch (a.dtype) {
+        case DType::i32: a.bits = static_cast<uint32_t>(static_cast<int32_t>(as_int(v, p, INT32_MIN, INT32_MAX))); break;
+        case DType::u32: a.bits = as_uint(v, p, UINT32_MAX); break;
+        case DType::i64: a.bits = static_cast<uint64_t>(as_int(v, p, INT64_MIN, INT64_MAX)); break;
+        case DType::u64: a.bits = as_uint(v, p, UINT64_MAX); break;
+        case DType::f32: {
+          double d = as_double(v, p);
+          if (std::fabs(d) > FLT_MAX) fail(p, v.str + " does not fit f32");
+          float f = static_cast<float>(d);
+          uint32_t u;
+          std::memcpy(&u, &f, 4);
+          a.bits = u;
+          break;
+        }
+        default: {
+          double d = as_double(v, p);
+          std::memcpy(&a.bits, &d, 8);
+        }
+      }
+    }
+    return a;
+  }
+
+  ItemSpec item(const JNode& n, const std::string& path) {
+    Obj o(n, path);
+    ItemSpec it;
+    if (o.has("launch") == o.has("copy")) fail(path, "an item needs exactly one of \"launch\" and \"copy\"");
+    if (const JNode* nm = o.opt("name")) it.name = as_string(*nm, o.at("name"));
+    if (const JNode* c = o.opt("copy")) {
+      it.kind = ItemSpec::Kind::copy;
+      Obj co(*c, o.at("copy"));
+      it.src = buffer_ref(co.req("src"), co.at("src"));
+      it.dst = buffer_ref(co.req("dst"), co.at("dst"));
+      co.done("src, dst");
+      const BufferSpec &s = w.buffers[it.src], &d = w.buffers[it.dst];
+      if (it.src == it.dst) fail(o.at("copy"), "src and dst are the same buffer");
+      if (d.role == Role::const_) fail(co.at("dst"), "copy into const buffer " + quote(d.name));
+      if (s.count * size(s.dtype) != d.count * size(d.dtype))
+        fail(o.at("copy"), "sizes differ: " + quote(s.name) + " has " + std::to_string(s.count * size(s.dtype)) + " bytes, " +
+                               quote(d.name) + " " + std::to_string(d.count * size(d.dtype)));
+      o.done("copy, name");
+      return it;
+    }
+    it.kind = ItemSpec::Kind::launch;
+    const std::string& target = as_string(o.req("launch"), o.at("launch"));
+    size_t dot = target.rfind('.');
+    if (dot == std::string::npos || dot == 0 || dot + 1 == target.size())
+      fail(o.at("launch"), "expected \"program.kernel\", got " + quote(target));
+    std::string prog = target.substr(0, dot);
+    it.kernel = target.substr(dot + 1);
+    for (size_t k = 0; k < w.programs.size(); ++k)
+      if (w.programs[k].name == prog) it.program = static_cast<int>(k);
+    if (it.program < 0) fail(o.at("launch"), "unknown program " + quote(prog));
+    const auto& args = as_array(o.req("args"), o.at("args"));
+    for (size_t k = 0; k < args.size(); ++k) it.args.push_back(arg(args[k], index(o.at("args"), k)));
+    it.global = sizes(o.req("global"), o.at("global"));
+    if (const JNode* l = o.opt("local")) {
+      it.local = sizes(*l, o.at("local"));
+      if (it.local.size() != it.global.size())
+        fail(o.at("local"), "has " + std::to_string(it.local.size()) + " dimensions, global " + std::to_string(it.global.size()));
+      check_multiples(it, path);
+    }
+    if (const JNode* e = o.opt("estimate")) {
+      Obj eo(*e, o.at("estimate"));
+      for (auto [key, dst] : {std::pair{"ops", &it.est_ops}, std::pair{"bytes", &it.est_bytes}})
+        if (const JNode* v = eo.opt(key)) {
+          *dst = as_double(*v, eo.at(key));
+          if (*dst < 0) fail(eo.at(key), "must not be negative");
+        }
+      eo.done("ops, bytes");
+    }
+    for (size_t k = 0; k < it.args.size(); ++k) {
+      const ArgSpec& a = it.args[k];
+      if (a.kind == ArgSpec::Kind::buffer && (a.access == Access::out || a.access == Access::inout) &&
+          w.buffers[a.buffer].role == Role::const_)
+        fail(index(o.at("args"), k), "const buffer " + quote(w.buffers[a.buffer].name) + " passed with access " + encore::name(a.access));
+    }
+    o.done("launch, args, global, local, name, estimate");
+    return it;
+  }
+
+  void top(const JNode& root) {
+    Obj o(root, "");
+    const std::string& fmt = as_string(o.req("format"), "format");
+    if (fmt != "encore.workload/1") fail("format", "expected \"encore.workload/1\", got " + quote(fmt));
+    w.name = as_string(o.req("name"), "name");
+    if (const JNode* t = o.opt("tolerance")) tolerance(*t, "tolerance");
+    programs(o.req("programs"), "programs");
+    buffers(o.req("buffers"), "buffers");
+    if (const JNode* v = o.opt("variables")) variables(*v, "variables");
+    const auto& step = as_array(o.req("step"), "step");
+    if (step.empty()) fail("step", "needs at least one item");
+    for (size_t k = 0; k < step.size(); ++k) w.step.push_back(item(step[k], index("step", k)));
+    o.done("format, name, tolerance, programs, buffers, variables, step");
+  }
+};
+
+}  // namespace
+
+Workload parse(std::string_view json, const std::filesystem::path& base_dir) {
+  Parser p;
+  p.w.base_dir = base_dir;
+  p.top(parse_json(json));
+  return std::move(p.w);
+}
+
+Workload load(const std::filesystem::path& file) {
+  std::string text = read_file(file, "");
+  return parse(text, file.parent_path().empty() ? std::filesystem::path(".") : file.parent_path());
+}
+
+}  // namespace workload
+}  // namespace encore

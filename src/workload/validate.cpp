@@ -1,0 +1,98 @@
+// The checks that need the device: programs compile, every launch matches its kernel's parameters,
+// views respect the device's base-address alignment, const buffers are never written, and every
+// output is written by some item (else its contents, and so the comparison, would be undefined).
+#include "workload/reader.hpp"
+
+namespace encore::workload {
+
+using namespace detail;
+
+namespace {
+
+std::string signature(const Kernel& k) {
+  std::string s;
+  for (const KernelParam& p : k.params()) s += (s.empty() ? "" : ", ") + p.type_name + " " + p.name;
+  return k.name() + "(" + s + ")";
+}
+
+std::string param_name(const KernelParam& p, size_t j) {
+  return "parameter " + std::to_string(j) + " (" + p.type_name + " " + p.name + ")";
+}
+
+}  // namespace
+
+Compiled validate(const Workload& w, const Device& dev) {
+  Compiled c;
+  for (const ProgramSpec& p : w.programs) {
+    std::string path = child("programs", p.name);
+    try {
+      c.programs.push_back(dev.compile(p.source, p.options));
+    } catch (const CompileError& e) {
+      fail(path, std::string("does not compile: ") + e.what());  // what() carries the build log
+    }
+  }
+  const size_t align = dev.info().base_align_bytes;
+  std::vector<bool> written(w.buffers.size(), false);
+  for (size_t i = 0; i < w.step.size(); ++i) {
+    const ItemSpec& it = w.step[i];
+    std::string path = index("step", i);
+    c.access.emplace_back(it.args.size(), Access::none);
+    if (it.kind == ItemSpec::Kind::copy) {
+      written[it.dst] = true;
+      c.kernels.emplace_back();
+      continue;
+    }
+    Kernel k;
+    try {
+      k = c.programs[it.program].kernel(it.kernel);
+    } catch (const Error& e) {
+      fail(child(path, "launch"), e.what());
+    }
+    c.kernels.push_back(k);
+    const auto& params = k.params();
+    if (params.size() != it.args.size())
+      fail(child(path, "args"), "kernel " + signature(k) + " takes " + std::to_string(params.size()) + " arguments, got " +
+                                    std::to_string(it.args.size()));
+    for (size_t j = 0; j < it.args.size(); ++j) {
+      const ArgSpec& a = it.args[j];
+      const KernelParam& p = params[j];
+      std::string ap = index(child(path, "args"), j);
+      auto mismatch = [&](const std::string& want) {
+        static constexpr const char* forms[] = {"a buffer", "a scalar", "a variable", "__local memory"};
+        fail(ap, std::string(forms[static_cast<int>(a.kind)]) + " given for " + param_name(p, j) + ", which takes " + want);
+      };
+      if (p.is_pointer && p.space == AddressSpace::local) {
+        if (a.kind != ArgSpec::Kind::local) mismatch("__local memory ({\"local\": bytes})");
+      } else if (p.is_pointer) {
+        if (a.kind != ArgSpec::Kind::buffer) mismatch("a buffer");
+        const BufferSpec& b = w.buffers[a.buffer];
+        Access acc = a.access == Access::none ? p.default_access() : a.access;
+        if (p.default_access() == Access::in && acc != Access::in)
+          fail(ap, param_name(p, j) + " points to const data: its access can only be in, not " + encore::name(acc));
+        if (b.role == Role::const_ && acc != Access::in)
+          fail(ap, "const buffer " + quote(b.name) + " passed to " + param_name(p, j) +
+                       ", which the kernel may write (declare the parameter const, or pass {\"buf\": ..., \"access\": \"in\"})");
+        if (a.view && (a.offset * size(b.dtype)) % align != 0)
+          fail(child(ap, "offset"), "byte offset " + std::to_string(a.offset * size(b.dtype)) + " (element " + std::to_string(a.offset) +
+                                        ") is not a multiple of the device's base-address alignment (" + std::to_string(align) + " B on " +
+                                        dev.id() + ")");
+        if (acc != Access::in) written[a.buffer] = true;
+        c.access.back()[j] = acc;
+      } else {
+        if (!p.scalar) fail(ap, param_name(p, j) + " has a type workload files cannot pass");
+        std::string want = std::string(encore::name(*p.scalar));
+        if (a.kind != ArgSpec::Kind::scalar && a.kind != ArgSpec::Kind::variable) mismatch("a " + want + " scalar");
+        if (a.dtype != *p.scalar)
+          fail(ap, std::string(a.kind == ArgSpec::Kind::variable ? "variable passed as " : "scalar of type ") + std::string(encore::name(a.dtype)) +
+                       " given for " + param_name(p, j) + ", which takes " + want +
+                       (a.kind == ArgSpec::Kind::variable ? " (use \"as\")" : " (write {\"" + want + "\": value})"));
+      }
+    }
+  }
+  for (size_t b = 0; b < w.buffers.size(); ++b)
+    if (w.buffers[b].role == Role::output && !written[b])
+      fail(child("buffers", w.buffers[b].name), "output is never written by a step item (its contents would be undefined)");
+  return c;
+}
+
+}  // namespace encore::workload
