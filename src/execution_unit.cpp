@@ -556,7 +556,8 @@ static void run_unit(UnitImpl& u) {
       d.dev->copy(d.root()->mem, d.offset, src.root()->mem, src.offset, d.nbytes);
     }
   bool stale = false;
-  for (auto& [r, ver] : u.once_versions) stale = stale || r->version.load(std::memory_order_relaxed) != ver;
+  if (!testing::ignore_versions)
+    for (auto& [r, ver] : u.once_versions) stale = stale || r->version.load(std::memory_order_relaxed) != ver;
   if (stale) {
     for (BoundItem& b : u.once) run_bound(u, b);
     for (BufferImpl* r : u.once_written) r->bump();

@@ -5,6 +5,7 @@
 
 namespace encore::testing {
 bool prune_like_tinygrad = false;
+bool ignore_versions = false;
 }
 
 namespace encore::detail {

@@ -29,4 +29,7 @@ namespace encore::testing {
 // Mutation switch for tests: prune with tinygrad's rule (one-time = not depending on the inputs),
 // which freezes RNG state and state cycles. The property tests must catch it.
 ENCORE_API extern bool prune_like_tinygrad;
+// Mutation switch for tests: a replay ignores changed versions of what one-time items read or write
+// (never re-runs them). The property tests must catch it.
+ENCORE_API extern bool ignore_versions;
 }  // namespace encore::testing

@@ -1,0 +1,1 @@
+#include "property_gen.hpp"
