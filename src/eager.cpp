@@ -100,6 +100,46 @@ static void eager_copy(const Buffer& dst, const Buffer& src) {
   d.bump();
 }
 
+// Sets the arguments on the kernel's eager object and enqueues it; bumps what it writes. False when
+// the launch was empty (a zero global size): nothing ran. dims/gws/lws/ns report what ran.
+static bool run_kernel_eager(KernelImpl& k, const std::vector<Arg>& args, const Sizes& global, const Sizes& local,
+                             uint32_t& dims, size_t* gws, size_t* lws, uint64_t* ns) {
+  DeviceImpl& dev = *k.program->dev;
+  if (!eval_launch(global, local, dev.info.max_work_group_size, &dims, gws, lws)) return false;
+  {
+    std::lock_guard<std::mutex> lock(k.mu);
+    BackendKernel& bk = *k.eager;
+    for (uint32_t i = 0; i < args.size(); ++i) {
+      const Arg& a = args[i];
+      switch (a.kind) {
+        case Arg::Kind::buffer: bk.set_buffer(i, a.buf.impl()->handle()); break;
+        case Arg::Kind::scalar: bk.set_arg(i, size(a.dtype), &a.bits); break;
+        case Arg::Kind::local: bk.set_local(i, a.local_bytes); break;
+        case Arg::Kind::variable: {
+          const VarState& v = *a.var->state();
+          uint64_t bits = var_arg_bits(v, v.i.load(std::memory_order_relaxed), v.f.load(std::memory_order_relaxed), a.dtype);
+          bk.set_arg(i, size(a.dtype), &bits);
+          break;
+        }
+      }
+    }
+    dev.launch(bk, dims, gws, lws, ns);
+    std::array<size_t, 4> cfg{dims, lws[0], dims > 1 ? lws[1] : 0, dims > 2 ? lws[2] : 0};
+    bool seen = false;
+    for (const auto& c : k.seen_configs) seen = seen || c == cfg;
+    if (!seen) {
+      k.seen_configs.push_back(cfg);
+      if (k.seen_configs.size() > 1 || !k.program->from_disk) {
+        k.program->dirty = true;
+        dev.programs_dirty = true;
+      }
+    }
+  }
+  for (const Arg& a : args)
+    if (a.kind == Arg::Kind::buffer && (static_cast<uint8_t>(a.access) & static_cast<uint8_t>(Access::out))) a.buf.impl()->bump();
+  return true;
+}
+
 void run_item_eager(const ExecItem& item) {
   auto t0 = std::chrono::steady_clock::now();
   switch (item.kind) {
@@ -116,43 +156,11 @@ void run_item_eager(const ExecItem& item) {
     }
     case ItemKind::kernel: break;
   }
-  KernelImpl& k = *item.kernel.impl();
-  DeviceImpl& dev = *k.program->dev;
   uint32_t dims = 0;
   size_t gws[3], lws[3];
-  if (!eval_launch(item.global, item.local, dev.info.max_work_group_size, &dims, gws, lws)) return;
   uint64_t ns = 0;
-  {
-    std::lock_guard<std::mutex> lock(k.mu);
-    BackendKernel& bk = *k.eager;
-    for (uint32_t i = 0; i < item.args.size(); ++i) {
-      const Arg& a = item.args[i];
-      switch (a.kind) {
-        case Arg::Kind::buffer: bk.set_buffer(i, a.buf.impl()->handle()); break;
-        case Arg::Kind::scalar: bk.set_arg(i, size(a.dtype), &a.bits); break;
-        case Arg::Kind::local: bk.set_local(i, a.local_bytes); break;
-        case Arg::Kind::variable: {
-          const VarState& v = *a.var->state();
-          uint64_t bits = var_arg_bits(v, v.i.load(std::memory_order_relaxed), v.f.load(std::memory_order_relaxed), a.dtype);
-          bk.set_arg(i, size(a.dtype), &bits);
-          break;
-        }
-      }
-    }
-    dev.launch(bk, dims, gws, lws, debug_level() >= 2 ? &ns : nullptr);
-    std::array<size_t, 4> cfg{dims, lws[0], dims > 1 ? lws[1] : 0, dims > 2 ? lws[2] : 0};
-    bool seen = false;
-    for (const auto& c : k.seen_configs) seen = seen || c == cfg;
-    if (!seen) {
-      k.seen_configs.push_back(cfg);
-      if (k.seen_configs.size() > 1 || !k.program->from_disk) {
-        k.program->dirty = true;
-        dev.programs_dirty = true;
-      }
-    }
-  }
-  for (const Arg& a : item.args)
-    if (a.kind == Arg::Kind::buffer && (static_cast<uint8_t>(a.access) & static_cast<uint8_t>(Access::out))) a.buf.impl()->bump();
+  if (!run_kernel_eager(*item.kernel.impl(), item.args, item.global, item.local, dims, gws, lws, debug_level() >= 2 ? &ns : nullptr))
+    return;
   if (debug_level() >= 2)
     debug_print_item(item, dims, gws, lws, ns, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
 }
@@ -204,6 +212,13 @@ void Device::launch_args(const Kernel& k, const Sizes& global, const Sizes& loca
                             (a.kind == Arg::Kind::variable ? " (pass var.as(DType::...))" : " (cast the value to the parameter's type)"));
     }
   }
+  if (!current_recorder() && debug_level() < 2) {
+    // the common eager case: run straight from the arguments, no ExecItem to build and destroy
+    uint32_t dims = 0;
+    size_t gws[3], lws[3];
+    run_kernel_eager(ki, args, global, local, dims, gws, lws, nullptr);
+    return;
+  }
   ExecItem item;
   item.kind = ItemKind::kernel;
   item.kernel = k;
@@ -222,6 +237,10 @@ void Device::copy(const Buffer& dst, const Buffer& src) const {
   if (dst.nbytes() != src.nbytes())
     throw ArgumentError("copy: sizes differ: destination " + dst.describe() + " has " + std::to_string(dst.nbytes()) + " bytes, source " +
                         src.describe() + " has " + std::to_string(src.nbytes()));
+  // OpenCL rejects overlapping copies (CL_MEM_COPY_OVERLAP) where the NULL device would memmove:
+  // one clear error on every device instead
+  if (dst.overlaps(src))
+    throw ArgumentError("copy: destination " + dst.describe() + " and source " + src.describe() + " overlap");
   ExecItem item;
   item.kind = ItemKind::copy;
   item.dst = dst;

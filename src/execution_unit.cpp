@@ -501,8 +501,15 @@ static void bind_unit(UnitImpl& u) {
   for (uint32_t v = 0; v < u.vars.size(); ++v)
     for (const VarUse& use : u.var_uses[v]) set_kernel_var(u, use, v);
   u.written_entries.clear();
-  for (uint32_t ei = 0; ei < written.size(); ++ei)
-    if (written[ei]) u.written_entries.push_back(ei);
+  u.written_roots.clear();
+  {
+    std::unordered_set<BufferImpl*> seen_roots;
+    for (uint32_t ei = 0; ei < written.size(); ++ei) {
+      if (!written[ei]) continue;
+      if (u.entries[ei].kind == Entry::Kind::input) u.written_entries.push_back(ei);
+      else if (BufferImpl* r = u.entries[ei].current.impl()->root(); seen_roots.insert(r).second) u.written_roots.push_back(r);
+    }
+  }
   // versions of what one-time items touch (all fixed entries by construction), taken once: a
   // rebind after free_intermediates must still see writes made since the capture
   if (!u.versions_taken) {
@@ -559,11 +566,21 @@ static void run_unit(UnitImpl& u) {
   if (!testing::ignore_versions)
     for (auto& [r, ver] : u.once_versions) stale = stale || r->version.load(std::memory_order_relaxed) != ver;
   if (stale) {
-    for (BoundItem& b : u.once) run_bound(u, b);
+    // Re-run the one-time items at their places in step order, not first: an earlier replayed item
+    // may read bytes a one-time item writes (a closure table read early and rebuilt late in the
+    // step), and in eager execution it sees them as they were before the rebuild.
+    size_t k = 0;
+    for (BoundItem& b : u.replay) {
+      for (; k < u.once.size() && u.once[k].item < b.item; ++k) run_bound(u, u.once[k]);
+      run_bound(u, b);
+    }
+    for (; k < u.once.size(); ++k) run_bound(u, u.once[k]);
     for (BufferImpl* r : u.once_written) r->bump();
     for (auto& [r, ver] : u.once_versions) ver = r->version.load(std::memory_order_relaxed);
+  } else {
+    for (BoundItem& b : u.replay) run_bound(u, b);
   }
-  for (BoundItem& b : u.replay) run_bound(u, b);
+  for (BufferImpl* r : u.written_roots) r->version.fetch_add(1, std::memory_order_relaxed);
   for (uint32_t ei : u.written_entries) u.entries[ei].current.impl()->bump();
 }
 

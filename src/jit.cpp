@@ -91,6 +91,15 @@ struct JitCore::State {
   std::vector<ScalarSeen> scalars;
   std::vector<Variable> vars;         // captured BoundVar order
   std::vector<int64_t> var_slot;      // unit slot per BoundVar, -1 when the items do not use it
+  // outputs that are (views of) inputs: slot, byte offset into it; slot -1 for other outputs
+  struct OutSrc {
+    int64_t slot = -1;
+    size_t rel = 0;
+    bool whole = false;
+    std::array<std::pair<BufferImpl*, Buffer>, 4> views{};  // rebased views of recent inputs
+    uint32_t next = 0;
+  };
+  std::vector<OutSrc> out_src;
   // verify mode
   std::vector<Buffer> state;          // non-internal storages the unit touches (roots)
   std::vector<std::vector<unsigned char>> before, eager_state, eager_out;
@@ -126,6 +135,23 @@ void JitCore::end_capture(const std::vector<Buffer>& outs) {
   auto impl = make_unit(std::move(items), args.buffers, outs, opt.unit(), std::move(internal), {s_->rec.id});
   unit = UnitAccess::wrap(std::move(impl));
   outputs = outs;
+  s_->out_src.assign(outs.size(), {});
+  input_outputs = false;
+  for (size_t k = 0; k < outs.size(); ++k) {
+    const Buffer& o = outs[k];
+    if (!o) continue;
+    for (size_t s = 0; s < args.buffers.size(); ++s) {
+      const Buffer& in = args.buffers[s];
+      BufferImpl &oi = *o.impl(), &ii = *in.impl();
+      if (oi.root() != ii.root() || oi.offset < ii.offset || oi.offset + oi.nbytes > ii.offset + ii.nbytes) continue;
+      auto& src = s_->out_src[k];
+      src.slot = static_cast<int64_t>(s);
+      src.rel = oi.offset - ii.offset;
+      src.whole = src.rel == 0 && oi.nbytes == ii.nbytes && oi.dtype == ii.dtype;
+      input_outputs = true;
+      break;
+    }
+  }
   s_->scalars = args.scalars;
   s_->vars.clear();
   s_->var_slot.clear();
@@ -177,6 +203,20 @@ void JitCore::check_and_bind() {
 }
 
 void JitCore::replay() { unit(); }
+
+Buffer JitCore::output_now(size_t k) {
+  State::OutSrc& src = s_->out_src[k];
+  if (src.slot < 0) return outputs[k];
+  const Buffer& in = unit.input(static_cast<size_t>(src.slot));
+  if (src.whole) return in;
+  for (auto& [key, v] : src.views)
+    if (key == in.impl()) return v;
+  const Buffer& o = outputs[k];
+  Buffer v = in.view_as(o.dtype(), src.rel, o.count());
+  src.views[src.next] = {in.impl(), v};
+  src.next = (src.next + 1) % static_cast<uint32_t>(src.views.size());
+  return v;
+}
 
 void JitCore::verify_begin() {
   UnitImpl& u = UnitImpl::of(unit);
@@ -231,6 +271,8 @@ void JitCore::reset() {
   verify_left = opt.verify;
   unit = ExecutionUnit();
   outputs.clear();
+  input_outputs = false;
+  s_->out_src.clear();
   s_->scalars.clear();
   s_->vars.clear();
   s_->var_slot.clear();

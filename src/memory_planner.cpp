@@ -254,9 +254,14 @@ MemoryPlan plan_memory(std::span<const uint64_t> temp_bytes, std::span<const Tem
     // jittered by +-30% (seeded by n, so plans stay deterministic).
     std::mt19937_64 rng(n);
     std::vector<double> w(n);
-    for (uint64_t pass = 0; pass < 16 && plan.arena_bytes > plan.lower_bound_bytes &&
+    // Small steps (a few dozen temps) can afford more passes, every other one in a random order: sizes
+    // that differ by one alignment unit never swap under jitter, yet the tight packing may need it.
+    const uint64_t passes = n <= 64 ? 64 : 16;
+    for (uint64_t pass = 0; pass < passes && plan.arena_bytes > plan.lower_bound_bytes &&
                             (pass + 4) * ov.pairs <= 8 * uint64_t(n) + (uint64_t(1) << 18); ++pass) {
-      for (size_t t = 0; t < n; ++t) w[t] = double(p.size[t]) * std::uniform_real_distribution<double>(0.7, 1.3)(rng);
+      for (size_t t = 0; t < n; ++t)
+        w[t] = pass % 2 ? std::uniform_real_distribution<double>(0, 1)(rng)
+                        : double(p.size[t]) * std::uniform_real_distribution<double>(0.7, 1.3)(rng);
       place_in_order(p, ov, sorted_by(n, [&](uint32_t a, uint32_t b) { return w[a] != w[b] ? w[a] > w[b] : a < b; }), off), keep();
     }
   }

@@ -27,13 +27,14 @@ struct SizeRef {
 };
 
 struct BoundItem {
+  // what a replay of a kernel with fixed sizes reads, together in the first cache line
   ItemKind kind = ItemKind::kernel;
+  bool dynamic = false, has_local = false, empty = false;
+  uint32_t dims = 0;
   DeviceImpl* dev = nullptr;
   std::unique_ptr<BackendKernel> kernel;
-  uint32_t dims = 0;
-  bool dynamic = false, has_local = false, empty = false;
-  std::array<SizeRef, 3> g{}, l{};
   std::array<size_t, 3> gws{}, lws{};
+  std::array<SizeRef, 3> g{}, l{};
   uint32_t dst = 0, src = 0;  // entries for copy / upload
   const unsigned char* data = nullptr;
   size_t n = 0;
@@ -54,7 +55,10 @@ struct UnitImpl {
   std::vector<Buffer> inputs_captured, inputs, outputs;
   std::vector<Entry> entries;
   std::vector<BoundItem> replay, once;  // replayed items; one-time items (re-run when their bytes changed)
-  std::vector<uint32_t> written_entries;  // bumped after each replay
+  // bumped after each replay: the storages of written fixed and planned entries (fixed between
+  // binds, each once), and the written input entries (their storage follows the bound inputs)
+  std::vector<BufferImpl*> written_roots;
+  std::vector<uint32_t> written_entries;
   // variables
   std::vector<Variable> vars;
   std::vector<int64_t> var_i;

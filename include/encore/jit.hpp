@@ -155,12 +155,16 @@ class ENCORE_API JitCore {
   void verify_after_eager(const std::vector<Buffer>& eager_outputs);
   void verify_finish(const std::vector<Buffer>& replay_outputs);
   void reset();
+  // Replay: the buffer to return as output k. An output that is (a view of) an input follows the
+  // input bound this call; every other output is the captured buffer.
+  Buffer output_now(size_t k);
 
   JitOptions opt;
   int calls = 0;
   int verify_left = 0;
   CallArgs args;
   std::vector<Buffer> outputs;   // captured outputs, in collect_outputs order
+  bool input_outputs = false;    // some output is (a view of) an input
   ExecutionUnit unit;
 
  private:
@@ -203,8 +207,12 @@ template <class F> class TinyJit {
         throw;
       }
       ++core_.calls;
-      if constexpr (!std::is_void_v<R>) return static_cast<const R&>(std::any_cast<R&>(result_));
-      else return;
+      if constexpr (!std::is_void_v<R>) {
+        if (core_.input_outputs) captured_ = result_;
+        return deliver<R>();
+      } else {
+        return;
+      }
     }
     core_.check_and_bind();
     if (core_.verify_left > 0) {
@@ -224,19 +232,7 @@ template <class F> class TinyJit {
       core_.replay();
     }
     ++core_.calls;
-    if constexpr (!std::is_void_v<R>) {
-      R& r = std::any_cast<R&>(result_);
-      if (core_.opt.fresh_outputs) {
-        auto copy = [](const Buffer& b) {
-          Buffer c(b.device(), b.dtype(), b.count());
-          copy_buffer(c, b);
-          return c;
-        };
-        fresh_ = detail::map_outputs(r, copy);
-        return static_cast<const R&>(std::any_cast<R&>(fresh_));
-      }
-      return static_cast<const R&>(r);
-    }
+    if constexpr (!std::is_void_v<R>) return deliver<R>();
   }
 
   // Drops the capture: the next call is call 0 again.
@@ -245,6 +241,7 @@ template <class F> class TinyJit {
     core_.reset();
     result_.reset();
     fresh_.reset();
+    captured_.reset();
   }
   int calls() const { return core_.calls; }
   // The captured unit (empty before call 2).
@@ -261,12 +258,32 @@ template <class F> class TinyJit {
       return static_cast<const R&>(std::any_cast<R&>(result_));
     }
   }
+  // The outputs of a capture or replay call: outputs that are inputs follow this call's inputs;
+  // with fresh_outputs, copies (the capture call too, so feeding a result back never aliases).
+  template <class R> const R& deliver() {
+    R& r = std::any_cast<R&>(result_);
+    if (core_.input_outputs) {
+      size_t k = 0;
+      auto now = [&](const Buffer&) { return core_.output_now(k++); };
+      r = detail::map_outputs(std::any_cast<R&>(captured_), now);
+    }
+    if (core_.opt.fresh_outputs) {
+      auto copy = [](const Buffer& b) {
+        Buffer c(b.device(), b.dtype(), b.count());
+        copy_buffer(c, b);
+        return c;
+      };
+      fresh_ = detail::map_outputs(r, copy);
+      return static_cast<const R&>(std::any_cast<R&>(fresh_));
+    }
+    return static_cast<const R&>(r);
+  }
   static void copy_buffer(const Buffer& dst, const Buffer& src);
 
   F fn_;
   detail::JitCore core_;
   std::mutex mu_;
-  std::any result_, fresh_;
+  std::any result_, fresh_, captured_;  // captured_: the capture's outputs, kept when some are inputs
 };
 
 ENCORE_API void copy_buffer_eager(const Buffer& dst, const Buffer& src);

@@ -168,6 +168,8 @@ struct RunOptions {
   JitOptions jit = JitOptions::from_env();
   std::filesystem::path dump_dir;   // empty: no dump
   bool progress = false;            // a progress line on stderr
+  // For tests: runs after each compared jit call, before its outputs are read back.
+  std::function<void(size_t call, const std::vector<Buffer>& outputs)> after_jit_call;
 };
 
 struct ENCORE_API Report {
@@ -179,6 +181,7 @@ struct ENCORE_API Report {
   double eager_item_us = 0, replay_item_us = 0;  // per step item
   uint64_t temp_bytes_naive = 0, temp_bytes_planned = 0, temp_bytes_lower_bound = 0;
   size_t planned_temps = 0, batches = 0;
+  bool compared = true;             // false on the NULL device: it computes nothing
   uint64_t mismatches = 0;          // elements that differ, over every compared call and the final state
   std::string first_mismatch;       // "call 3, buffer "e", index 0: eager 1.5, jit 1.25"
 
@@ -190,7 +193,8 @@ struct ENCORE_API Report {
 ENCORE_API Report run(const Workload& w, const Device& dev, const RunOptions& opt);
 
 // The encore-bench command line; returns the exit code (0 agree, 1 differ, 2 invalid/device error).
-ENCORE_API int bench_main(int argc, const char* const* argv);
+// `adjust` (for tests) may change the run options after the command line is parsed.
+ENCORE_API int bench_main(int argc, const char* const* argv, const std::function<void(RunOptions&)>& adjust = {});
 
 }  // namespace workload
 }  // namespace encore

@@ -108,7 +108,14 @@ KernelParam parse_param(const std::vector<std::string>& toks, const std::string&
   p.name = base.back();
   base.pop_back();
   for (size_t i = 0; i < base.size(); ++i) p.type_name += (i ? " " : "") + base[i];
-  if (p.type_name == "unsigned") p.type_name = "uint";
+  // spell types as OpenCL's CL_KERNEL_ARG_TYPE_NAME does, so both devices report the same params
+  static const std::pair<const char*, const char*> canon[] = {
+      {"unsigned", "uint"},          {"unsigned int", "uint"},   {"unsigned char", "uchar"},
+      {"unsigned short", "ushort"},  {"unsigned long", "ulong"}, {"signed char", "char"},
+      {"signed int", "int"},         {"signed", "int"},          {"signed short", "short"},
+      {"signed long", "long"}};
+  for (auto& [from, to] : canon)
+    if (p.type_name == from) p.type_name = to;
   p.is_pointer = star;
   if (star) {
     p.const_data = const_before_star;

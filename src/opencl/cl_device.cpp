@@ -118,14 +118,18 @@ class ClKernel final : public BackendKernel {
  public:
   explicit ClKernel(cl::KernelH k, std::string name) : k_(std::move(k)), name_(std::move(name)) {}
   void set_arg(uint32_t i, size_t size, const void* value) override {
-    cl::check(clSetKernelArg(k_.get(), i, size, value), "clSetKernelArg", "kernel " + name_ + " argument " + std::to_string(i));
+    // the message is built only on failure: these calls are on the allocation-free replay path
+    if (cl_int st = clSetKernelArg(k_.get(), i, size, value); st != CL_SUCCESS)
+      cl::check(st, "clSetKernelArg", "kernel " + name_ + " argument " + std::to_string(i));
   }
   void set_buffer(uint32_t i, void* mem) override {
     cl_mem m = static_cast<cl_mem>(mem);
-    cl::check(clSetKernelArg(k_.get(), i, sizeof m, &m), "clSetKernelArg", "kernel " + name_ + " argument " + std::to_string(i));
+    if (cl_int st = clSetKernelArg(k_.get(), i, sizeof m, &m); st != CL_SUCCESS)
+      cl::check(st, "clSetKernelArg", "kernel " + name_ + " argument " + std::to_string(i));
   }
   void set_local(uint32_t i, size_t bytes) override {
-    cl::check(clSetKernelArg(k_.get(), i, bytes, nullptr), "clSetKernelArg", "kernel " + name_ + " __local argument " + std::to_string(i));
+    if (cl_int st = clSetKernelArg(k_.get(), i, bytes, nullptr); st != CL_SUCCESS)
+      cl::check(st, "clSetKernelArg", "kernel " + name_ + " __local argument " + std::to_string(i));
   }
   cl_kernel get() const { return k_.get(); }
   const std::string& name() const { return name_; }
@@ -159,8 +163,17 @@ class ClProgram final : public BackendProgram {
     }
     cl::check(clGetProgramInfo(p_.get(), CL_PROGRAM_BINARIES, nd * sizeof(unsigned char*), ptrs.data(), nullptr), "clGetProgramInfo");
     for (cl_uint i = 0; i < nd; ++i)
-      if (devs[i] == dev_) return bins[i];
-    return {};
+      if (devs[i] == dev_ && !bins[i].empty()) return bins[i];
+    // PoCL 3.1 reports the binary of a program built for one device of a multi-device context in
+    // slot 0, whatever the device's slot. Our programs are only ever built for dev_, so the one
+    // non-empty binary is dev_'s.
+    std::vector<unsigned char>* only = nullptr;
+    for (auto& b : bins)
+      if (!b.empty()) {
+        if (only) return {};
+        only = &b;
+      }
+    return only ? std::move(*only) : std::vector<unsigned char>{};
   }
 
  private:
@@ -208,16 +221,18 @@ class ClDevice final : public DeviceImpl {
   }
   void free_view(void* v) override { clReleaseMemObject(static_cast<cl_mem>(v)); }
   void write(void* root, size_t off, const void* src, size_t n, bool blocking) override {
-    cl::check(clEnqueueWriteBuffer(queue(), static_cast<cl_mem>(root), blocking ? CL_TRUE : CL_FALSE, off, n, src, 0, nullptr, nullptr),
-              "clEnqueueWriteBuffer", std::to_string(n) + " bytes on " + info.id);
+    if (cl_int st = clEnqueueWriteBuffer(queue(), static_cast<cl_mem>(root), blocking ? CL_TRUE : CL_FALSE, off, n, src, 0, nullptr, nullptr);
+        st != CL_SUCCESS)
+      cl::check(st, "clEnqueueWriteBuffer", std::to_string(n) + " bytes on " + info.id);
   }
   void read(void* root, size_t off, void* dst, size_t n) override {
-    cl::check(clEnqueueReadBuffer(queue(), static_cast<cl_mem>(root), CL_TRUE, off, n, dst, 0, nullptr, nullptr),
-              "clEnqueueReadBuffer", std::to_string(n) + " bytes on " + info.id);
+    if (cl_int st = clEnqueueReadBuffer(queue(), static_cast<cl_mem>(root), CL_TRUE, off, n, dst, 0, nullptr, nullptr); st != CL_SUCCESS)
+      cl::check(st, "clEnqueueReadBuffer", std::to_string(n) + " bytes on " + info.id);
   }
   void copy(void* dst, size_t doff, void* src, size_t soff, size_t n) override {
-    cl::check(clEnqueueCopyBuffer(queue(), static_cast<cl_mem>(src), static_cast<cl_mem>(dst), soff, doff, n, 0, nullptr, nullptr),
-              "clEnqueueCopyBuffer", std::to_string(n) + " bytes on " + info.id);
+    if (cl_int st = clEnqueueCopyBuffer(queue(), static_cast<cl_mem>(src), static_cast<cl_mem>(dst), soff, doff, n, 0, nullptr, nullptr);
+        st != CL_SUCCESS)
+      cl::check(st, "clEnqueueCopyBuffer", std::to_string(n) + " bytes on " + info.id);
   }
   bool copy_from(DeviceImpl& src_dev, void* dst, size_t doff, void* src, size_t soff, size_t n) override {
     auto* s = dynamic_cast<ClDevice*>(&src_dev);

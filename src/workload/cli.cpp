@@ -21,7 +21,7 @@ const char* kUsage =
 
 }  // namespace
 
-int bench_main(int argc, const char* const* argv) {
+int bench_main(int argc, const char* const* argv, const std::function<void(RunOptions&)>& adjust) {
   po::options_description opts("options");
   opts.add_options()
       ("help,h", "show this help")
@@ -70,6 +70,7 @@ int bench_main(int argc, const char* const* argv) {
   if (vm["no-batch"].as<bool>()) ro.jit.batch = false;
   if (vm.count("dump")) ro.dump_dir = vm["dump"].as<std::string>();
   ro.progress = isatty(STDERR_FILENO);
+  if (adjust) adjust(ro);
   try {
     Workload w = load(file);
     Device dev = Device::open(vm["device"].as<std::string>());

@@ -423,6 +423,12 @@ struct Parser {
     it.global = sizes(o.req("global"), o.at("global"));
     if (const JNode* l = o.opt("local")) {
       it.local = sizes(*l, o.at("local"));
+      // A work-group of 0 items is meaningless (and OpenCL rejects it): local sizes must be > 0.
+      for (size_t d = 0; d < it.local.size(); ++d) {
+        const SizeExpr& e = it.local[d];
+        if (e.var < 0 ? e.add == 0 : std::count_if(w.variables[e.var].ivalues.begin(), w.variables[e.var].ivalues.end(), [&](int64_t v) { return e.eval(v) == 0; }))
+          fail(index(o.at("local"), d), "a local size must be > 0");
+      }
       if (it.local.size() != it.global.size())
         fail(o.at("local"), "has " + std::to_string(it.local.size()) + " dimensions, global " + std::to_string(it.global.size()));
       check_multiples(it, path);

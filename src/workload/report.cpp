@@ -33,7 +33,7 @@ std::string Report::table() const {
                         std::to_string(temp_bytes_lower_bound) + " (" + std::to_string(planned_temps) + " planned temps)");
   row("batches", std::to_string(batches));
   row("mismatches", std::to_string(mismatches) + (mismatches ? "  first: " + first_mismatch : ""));
-  row("result", mismatches ? "DIFFER" : "agree");
+  row("result", !compared ? "not compared (the NULL device computes nothing)" : mismatches ? "DIFFER" : "agree");
   return s.str();
 }
 
@@ -63,6 +63,7 @@ std::string Report::json() const {
   field("temp_bytes_lower_bound", std::to_string(temp_bytes_lower_bound));
   field("planned_temps", std::to_string(planned_temps));
   field("batches", std::to_string(batches));
+  field("compared", compared ? "true" : "false");
   field("mismatches", std::to_string(mismatches));
   field("first_mismatch", first_mismatch.empty() ? "null" : detail::quote(first_mismatch), true);
   s << "}\n";

@@ -127,6 +127,7 @@ TEST(WorkloadParse, MoreInvalid) {
   expect_error(base("", R"({"launch": "p.addk", "args": [], "global": [{"var": "m"}]})"), "step[0].global[0].var", "unknown variable");
   expect_error(base("", R"({"launch": "p.addk", "args": [], "global": [{"var": "n"}], "local": [2]})"), "step[0].global[0]", "multiple");
   expect_error(base("", R"({"launch": "p.addk", "args": [], "global": [4], "local": [2, 1]})"), "step[0].local", "dimensions");
+  expect_error(base("", R"({"launch": "p.addk", "args": [], "global": [4], "local": [0]})"), "step[0].local[0]", "> 0");
   expect_error(base("", R"({"launch": "p.addk", "args": [{"i32": 2147483648}], "global": [1]})"), "step[0].args[0].i32", "out of range");
   expect_error(base("", R"({"launch": "p.addk", "args": [{"i16": 2}], "global": [1]})"), "step[0].args[0]", "unknown argument form");
   expect_error(base("", R"({"launch": "p.addk", "args": [{"var": "n", "as": "f32"}], "global": [1]})"), "step[0].args[0].as", "int variable");

@@ -1,0 +1,314 @@
+// Replay overhead: a chain of K tiny kernels (1024 floats, y = x*1.0001f + 0.5f), K = 1, 10, 100,
+// 1000, run three ways in one process:
+//   eager   the step called directly through encore (allocates temps, sets args, enqueues);
+//   replay  the same step through TinyJit (an ExecutionUnit replay);
+//   hand    a hand-written OpenCL loop: one cl_kernel per chain element, arguments set once,
+//           then only clEnqueueNDRangeKernel per kernel (local size 256, as encore chooses),
+//           ping-ponging between two buffers;
+//   hand_sub the same loop over one sub-buffer per chain element inside one arena, as encore's
+//           memory planner lays the temporaries out (isolates the cost of sub-buffers);
+// each iteration ends with a finish. On "CL" (the default OpenCL device, PoCL here) and on "NULL"
+// (the no-op device: encore's own cost per item; no hand-written loop there).
+//   bench-replay --benchmark_repetitions=5 --benchmark_min_time=0.2 --benchmark_enable_random_interleaving=true
+// Counters: per_kernel (per_item on NULL), seconds with an SI prefix. At the end a table of medians over repetitions
+// with the ratios replay/hand and eager/replay. Goals: replay <= 1.05x hand at K >= 100 on PoCL;
+// replay <= 50 ns per item on NULL.
+#include <CL/cl.h>
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "encore/encore.hpp"
+
+namespace {
+
+constexpr size_t kN = 1024;
+constexpr size_t kLocal = 256;
+constexpr int kChains[] = {1, 10, 100, 1000};
+constexpr const char* kSrc =
+    "__kernel void chain(__global const float* x, __global float* y) { size_t i = get_global_id(0); y[i] = x[i] * 1.0001f + 0.5f; }";
+
+void die(const std::string& what) {
+  std::fprintf(stderr, "bench-replay: %s\n", what.c_str());
+  std::exit(1);
+}
+
+// ---- encore --------------------------------------------------------------------------------------
+
+struct Chain {
+  encore::Device dev;
+  encore::Kernel k;
+  int K;
+  encore::Buffer operator()(const encore::Buffer& x) const {
+    encore::Buffer cur = x;
+    for (int i = 0; i < K; ++i) {
+      encore::Buffer y = dev.alloc<float>(kN);
+      dev.launch(k, {kN}, {}, cur, y);
+      cur = y;
+    }
+    return cur;
+  }
+};
+
+struct EncoreFixture {
+  Chain chain;
+  encore::Buffer x;
+  encore::TinyJit<Chain> jit;
+  EncoreFixture(const encore::Device& dev, const encore::Kernel& k, int K)
+      : chain{dev, k, K}, x(dev.alloc<float>(kN)), jit(chain, encore::JitOptions{}) {
+    std::vector<float> host(kN);
+    for (size_t i = 0; i < kN; ++i) host[i] = static_cast<float>(i) * 0.001f;
+    x.copyin(host);
+    for (int i = 0; i < 4; ++i) jit(x);  // eager, capture, two replays
+    dev.synchronize();
+    if (!dev.is_null() && jit(x).copyout<float>() != chain(x).copyout<float>()) die("replay differs from eager");
+    if (jit.unit().stats().items_replayed != static_cast<size_t>(K)) die("unexpected number of replayed items");
+  }
+};
+
+struct DeviceState {
+  encore::Device dev;
+  encore::Kernel k;
+  std::map<int, std::unique_ptr<EncoreFixture>> fixtures;
+};
+
+DeviceState& device_state(const std::string& name) {
+  static std::map<std::string, std::unique_ptr<DeviceState>> states;
+  auto& s = states[name];
+  if (!s) {
+    s = std::make_unique<DeviceState>();
+    s->dev = name == "CL" ? encore::Device::open() : encore::Device::open(name);
+    s->k = s->dev.compile(kSrc).kernel("chain");
+  }
+  return *s;
+}
+
+EncoreFixture& fixture(const std::string& dev_name, int K) {
+  DeviceState& s = device_state(dev_name);
+  auto& f = s.fixtures[K];
+  if (!f) f = std::make_unique<EncoreFixture>(s.dev, s.k, K);
+  return *f;
+}
+
+void set_counters(benchmark::State& state, int K, bool null) {
+  // seconds per kernel (per item on NULL), shown with an SI prefix: "1.52u" is 1.52 us
+  state.counters[null ? "per_item" : "per_kernel"] =
+      benchmark::Counter(static_cast<double>(K), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+void BM_eager(benchmark::State& state, std::string dev, int K) {
+  EncoreFixture& f = fixture(dev, K);
+  for (auto _ : state) {
+    encore::Buffer y = f.chain(f.x);
+    benchmark::DoNotOptimize(y);
+    f.chain.dev.synchronize();
+  }
+  set_counters(state, K, dev == "NULL");
+}
+
+void BM_replay(benchmark::State& state, std::string dev, int K) {
+  EncoreFixture& f = fixture(dev, K);
+  for (auto _ : state) {
+    const encore::Buffer& y = f.jit(f.x);
+    benchmark::DoNotOptimize(&y);
+    f.chain.dev.synchronize();
+  }
+  set_counters(state, K, dev == "NULL");
+}
+
+// ---- hand-written OpenCL -------------------------------------------------------------------------
+
+#define CHECK(call)                                                                      \
+  do {                                                                                   \
+    cl_int st_ = (call);                                                                 \
+    if (st_ != CL_SUCCESS) die(std::string(#call) + " failed: " + std::to_string(st_));  \
+  } while (0)
+
+struct HandChain {
+  cl_context ctx = nullptr;
+  cl_command_queue q = nullptr;
+  cl_program prog = nullptr;
+  std::vector<cl_kernel> ks;
+  cl_mem x = nullptr, ping = nullptr, pong = nullptr;
+
+  // The device encore opens by default: first GPU, else the first OpenCL device.
+  static cl_device_id pick(cl_platform_id* plat) {
+    cl_uint np = 0;
+    CHECK(clGetPlatformIDs(0, nullptr, &np));
+    std::vector<cl_platform_id> ps(np);
+    CHECK(clGetPlatformIDs(np, ps.data(), nullptr));
+    for (cl_device_type t : {static_cast<cl_device_type>(CL_DEVICE_TYPE_GPU), static_cast<cl_device_type>(CL_DEVICE_TYPE_ALL)})
+      for (cl_platform_id p : ps) {
+        cl_device_id d = nullptr;
+        cl_uint nd = 0;
+        if (clGetDeviceIDs(p, t, 1, &d, &nd) == CL_SUCCESS && nd > 0) {
+          *plat = p;
+          return d;
+        }
+      }
+    die("no OpenCL device");
+    return nullptr;
+  }
+
+  std::vector<cl_mem> subs;  // sub-buffer variant: one cl_mem per chain element, in one arena
+  cl_mem arena = nullptr;
+
+  explicit HandChain(int K, bool sub_buffers = false) {
+    cl_platform_id plat = nullptr;
+    cl_device_id dev = pick(&plat);
+    cl_int err = CL_SUCCESS;
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(plat), 0};
+    ctx = clCreateContext(props, 1, &dev, nullptr, nullptr, &err);
+    CHECK(err);
+    q = clCreateCommandQueueWithProperties(ctx, dev, nullptr, &err);
+    CHECK(err);
+    const char* src = kSrc;
+    prog = clCreateProgramWithSource(ctx, 1, &src, nullptr, &err);
+    CHECK(err);
+    CHECK(clBuildProgram(prog, 1, &dev, "", nullptr, nullptr));
+    std::vector<float> host(kN);
+    for (size_t i = 0; i < kN; ++i) host[i] = static_cast<float>(i) * 0.001f;
+    x = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, kN * sizeof(float), host.data(), &err);
+    CHECK(err);
+    ping = clCreateBuffer(ctx, CL_MEM_READ_WRITE, kN * sizeof(float), nullptr, &err);
+    CHECK(err);
+    pong = clCreateBuffer(ctx, CL_MEM_READ_WRITE, kN * sizeof(float), nullptr, &err);
+    CHECK(err);
+    if (sub_buffers) {
+      arena = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 2 * kN * sizeof(float), nullptr, &err);
+      CHECK(err);
+      for (int i = 0; i < K; ++i) {
+        cl_buffer_region r{(i % 2) * kN * sizeof(float), kN * sizeof(float)};
+        subs.push_back(clCreateSubBuffer(arena, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &err));
+        CHECK(err);
+      }
+    }
+    for (int i = 0; i < K; ++i) {
+      cl_kernel k = clCreateKernel(prog, "chain", &err);
+      CHECK(err);
+      cl_mem in = i == 0 ? x : sub_buffers ? subs[i - 1] : (i % 2 ? ping : pong);
+      cl_mem out = sub_buffers ? subs[i] : i % 2 ? pong : ping;
+      CHECK(clSetKernelArg(k, 0, sizeof in, &in));
+      CHECK(clSetKernelArg(k, 1, sizeof out, &out));
+      ks.push_back(k);
+    }
+    run();
+    run();
+  }
+  void run() {
+    const size_t g = kN, l = kLocal;
+    for (cl_kernel k : ks) CHECK(clEnqueueNDRangeKernel(q, k, 1, nullptr, &g, &l, 0, nullptr, nullptr));
+    CHECK(clFinish(q));
+  }
+  ~HandChain() {
+    for (cl_kernel k : ks) clReleaseKernel(k);
+    for (cl_mem m : subs) clReleaseMemObject(m);
+    for (cl_mem m : {x, ping, pong, arena})
+      if (m) clReleaseMemObject(m);
+    if (prog) clReleaseProgram(prog);
+    if (q) clReleaseCommandQueue(q);
+    if (ctx) clReleaseContext(ctx);
+  }
+};
+
+void BM_hand(benchmark::State& state, int K, bool sub_buffers) {
+  static std::map<std::pair<int, bool>, std::unique_ptr<HandChain>> chains;
+  auto& c = chains[{K, sub_buffers}];
+  if (!c) c = std::make_unique<HandChain>(K, sub_buffers);
+  for (auto _ : state) c->run();
+  set_counters(state, K, false);
+}
+
+// ---- the summary table ---------------------------------------------------------------------------
+
+// Collects every iteration run (one per repetition) and prints medians with ratios at the end.
+class SummaryReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& r : runs)
+      if (r.run_type == Run::RT_Iteration && !r.error_occurred && r.iterations > 0)
+      {
+        per_iter_s_[r.run_name.function_name].push_back(r.real_accumulated_time / static_cast<double>(r.iterations));
+        cpu_iter_s_[r.run_name.function_name].push_back(r.cpu_accumulated_time / static_cast<double>(r.iterations));
+      }
+  }
+  // median seconds per iteration (wall, or the calling thread's CPU time), or -1
+  double median(const std::string& name, bool cpu = false) const {
+    const auto& m = cpu ? cpu_iter_s_ : per_iter_s_;
+    auto it = m.find(name);
+    if (it == m.end() || it->second.empty()) return -1;
+    std::vector<double> v = it->second;
+    std::sort(v.begin(), v.end());
+    size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  }
+  void summary() const {
+    std::printf("\nmedians per kernel (over %zu repetition(s))\n", reps());
+    std::printf("wall time per kernel; host = CPU time of the enqueuing thread (what encore adds shows here: the\n"
+                "device's own time and other processes' load do not)\n");
+    std::printf("%-6s %6s %12s %12s %12s %12s %12s %12s %12s %12s %12s\n", "device", "K", "eager", "replay", "hand", "hand_sub", "replay/hand",
+                "eager/replay", "host replay", "host hand", "host r/h");
+    for (const char* dev : {"CL", "NULL"})
+      for (int K : kChains) {
+        double e = median(name("eager", dev, K)), r = median(name("replay", dev, K)), h = median(name("hand", dev, K)),
+               hs = median(name("hand_sub", dev, K));
+        double rc = median(name("replay", dev, K), true), hc = median(name("hand", dev, K), true);
+        if (e < 0 && r < 0 && h < 0) continue;
+        bool null = std::string(dev) == "NULL";
+        double scale = (null ? 1e9 : 1e6) / K;
+        auto cell = [&](double s) { return s < 0 ? std::string("-") : fmt(s * scale, null ? " ns" : " us"); };
+        std::printf("%-6s %6d %12s %12s %12s %12s %12s %12s %12s %12s %12s\n", dev, K, cell(e).c_str(), cell(r).c_str(), cell(h).c_str(),
+                    cell(hs).c_str(), r > 0 && h > 0 ? fmt(r / h, "x").c_str() : "-", e > 0 && r > 0 ? fmt(e / r, "x").c_str() : "-",
+                    cell(rc).c_str(), cell(hc).c_str(), rc > 0 && hc > 0 ? fmt(rc / hc, "x").c_str() : "-");
+      }
+  }
+  static std::string name(const char* mode, const char* dev, int K) {
+    return std::string(mode) + "/" + dev + "/K:" + std::to_string(K);
+  }
+
+ private:
+  size_t reps() const {
+    size_t n = 0;
+    for (auto& [k, v] : per_iter_s_) n = std::max(n, v.size());
+    return n;
+  }
+  static std::string fmt(double v, const char* unit) {
+    char b[64];
+    std::snprintf(b, sizeof b, v < 10 ? "%.3f%s" : "%.1f%s", v, unit);
+    return b;
+  }
+  std::map<std::string, std::vector<double>> per_iter_s_, cpu_iter_s_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool have_cl = !encore::Device::list().empty();
+  for (const char* dev : {"CL", "NULL"}) {
+    if (std::string(dev) == "CL" && !have_cl) continue;
+    for (int K : kChains) {
+      std::string d = dev;
+      benchmark::RegisterBenchmark(SummaryReporter::name("eager", dev, K).c_str(), BM_eager, d, K)->UseRealTime();
+      benchmark::RegisterBenchmark(SummaryReporter::name("replay", dev, K).c_str(), BM_replay, d, K)->UseRealTime();
+      if (d == "CL") {
+        benchmark::RegisterBenchmark(SummaryReporter::name("hand", dev, K).c_str(), BM_hand, K, false)->UseRealTime();
+        benchmark::RegisterBenchmark(SummaryReporter::name("hand_sub", dev, K).c_str(), BM_hand, K, true)->UseRealTime();
+      }
+    }
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  SummaryReporter rep;
+  benchmark::RunSpecifiedBenchmarks(&rep);
+  rep.summary();
+  benchmark::Shutdown();
+  return 0;
+}

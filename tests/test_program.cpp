@@ -1,0 +1,567 @@
+// Programs and kernels: compile errors with their log, kernel lookup, parameter info and access
+// inference (OpenCL and the NULL device's signature parser), the in-memory and on-disk caches
+// (hit, miss, corrupt entries, concurrent writers).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <thread>
+
+#include "encore/encore.hpp"
+#include "internal.hpp"
+#include "program_cache.hpp"
+#include "test_util.hpp"
+
+using namespace encore;
+using encore_test::DeviceTest;
+namespace fs = std::filesystem;
+using namespace std::string_literals;
+
+namespace {
+
+// Forgets a program in the device's in-memory cache, as a new process would not have it.
+void forget_in_memory(const Device& dev, const std::string& src, const std::string& opts = "") {
+  detail::DeviceImpl& d = *dev.impl();
+  std::lock_guard<std::mutex> lock(d.programs_mu);
+  d.programs.erase({src, opts});
+}
+
+std::string disk_path(const Device& dev, const std::string& dir, const std::string& src, const std::string& opts = "") {
+  return detail::cache_path(dir, detail::cache_key_text(dev.impl()->cache_key_prefix(), src, opts));
+}
+
+// A kernel with a unique comment (a guaranteed cache miss) that writes x[i] = i * 3 + 1.
+std::string unique_source(const std::string& kname) {
+  return "// " + encore_test::unique_token() + "\n__kernel void " + kname +
+         "(__global int* x) { int i = get_global_id(0); x[i] = i * 3 + 1; }\n";
+}
+
+void expect_kernel_works(const Device& dev, const Program& p, const std::string& kname) {
+  Kernel k = p.kernel(kname);
+  Buffer x = dev.alloc<int32_t>(64);
+  x.copyin(std::vector<int32_t>(64, -1));
+  dev.launch(k, {64}, {}, x);
+  std::vector<int32_t> got = x.copyout<int32_t>();
+  for (int i = 0; i < 64; ++i) ASSERT_EQ(got[i], i * 3 + 1) << i;
+}
+
+size_t count_files(const std::string& dir) {
+  size_t n = 0;
+  for (const auto& e : fs::directory_iterator(dir)) n += e.is_regular_file();
+  return n;
+}
+
+// One source with every kind of parameter, for access inference.
+const char* kAccessSrc = R"CL(
+__kernel void acc_kinds(__global const float* a,      // in
+                        __global float* const b,      // inout: the pointer is const, the data is not
+                        __constant float* c,          // in
+                        __global float* d,            // inout
+                        __local float* scratch,       // local
+                        int n,
+                        unsigned int m,
+                        __global const float* restrict e,  // in
+                        float s,
+                        long q,
+                        uchar u,
+                        const __global float* f,      // in
+                        __global float const* g) {    // in
+  d[get_global_id(0)] = a[0] + b[0] + c[0] + e[0] + f[0] + g[0] + s + n + m + q + u;
+}
+)CL";
+
+void check_access_kinds(const Kernel& k) {
+  const auto& p = k.params();
+  ASSERT_EQ(p.size(), 13u);
+  const char* names[] = {"a", "b", "c", "d", "scratch", "n", "m", "e", "s", "q", "u", "f", "g"};
+  for (size_t i = 0; i < p.size(); ++i) EXPECT_EQ(p[i].name, names[i]) << i;
+  Access want[] = {Access::in,   Access::inout, Access::in,   Access::inout, Access::none, Access::none, Access::none,
+                   Access::in,   Access::none,  Access::none, Access::none,  Access::in,   Access::in};
+  for (size_t i = 0; i < p.size(); ++i) EXPECT_EQ(p[i].default_access(), want[i]) << "parameter " << p[i].name;
+  EXPECT_EQ(p[2].space, AddressSpace::constant);
+  EXPECT_EQ(p[4].space, AddressSpace::local);
+  EXPECT_EQ(p[0].space, AddressSpace::global);
+  for (size_t i : {0, 1, 2, 3, 4, 7, 11, 12}) {
+    EXPECT_TRUE(p[i].is_pointer) << i;
+    EXPECT_FALSE(p[i].scalar) << i;
+  }
+  EXPECT_EQ(p[5].scalar, DType::i32);
+  EXPECT_EQ(p[6].scalar, DType::u32);
+  EXPECT_EQ(p[8].scalar, DType::f32);
+  EXPECT_EQ(p[9].scalar, DType::i64);
+  EXPECT_EQ(p[10].scalar, DType::u8);
+  EXPECT_EQ(p[0].type_name, "float*");
+  EXPECT_EQ(p[5].type_name, "int");
+  EXPECT_EQ(p[6].type_name, "uint");
+  EXPECT_EQ(p[10].type_name, "uchar");
+}
+
+}  // namespace
+
+class ProgramAll : public DeviceTest {};
+
+TEST_P(ProgramAll, AccessInferredFromQualifiers) {
+  Program p = dev.compile(kAccessSrc);
+  Kernel k = p.kernel("acc_kinds");
+  EXPECT_EQ(k.name(), "acc_kinds");
+  EXPECT_EQ(k.device(), dev);
+  EXPECT_EQ(k.program().impl(), p.impl());
+  check_access_kinds(k);
+}
+
+TEST_P(ProgramAll, AccessesOfARecordedLaunch) {
+  Program p = dev.compile(kAccessSrc);
+  Kernel k = p.kernel("acc_kinds");
+  Buffer base = dev.alloc<float>(1024);
+  base.copyin(std::vector<float>(1024, 0.f));
+  Buffer a = base.view(0, 32), b = base.view(64, 32), d = base.view(128, 32);
+  Buffer c = dev.alloc<float>(32), e = dev.alloc<float>(32), f = dev.alloc<float>(32), g = dev.alloc<float>(32);
+  for (const Buffer& x : {c, e, f, g}) x.copyin(std::vector<float>(32, 0.f));
+  detail::Recorder rec;
+  rec.id = detail::next_capture_id();
+  detail::set_current_recorder(&rec);
+  try {
+    dev.launch(k, {32}, {}, a, b, c, out(d), LocalMem{128}, 1, 2u, in(e), 0.5f, int64_t{3}, uint8_t{4}, f, g);
+  } catch (...) {
+    detail::set_current_recorder(nullptr);
+    throw;
+  }
+  detail::set_current_recorder(nullptr);
+  ASSERT_EQ(rec.items.size(), 1u);
+  const ExecItem& it = rec.items[0];
+  EXPECT_EQ(it.kind, ItemKind::kernel);
+  EXPECT_EQ(it.device(), dev);
+  EXPECT_TRUE(!it.uses_variables());
+  auto acc = it.accesses();
+  ASSERT_EQ(acc.size(), 7u);  // a b c d e f g: scalars and __local are not storage
+  // over storage: views are their base's bytes
+  EXPECT_EQ(acc[0].storage, base.impl());
+  EXPECT_EQ(acc[0].lo, 0u);
+  EXPECT_EQ(acc[0].hi, 128u);
+  EXPECT_EQ(acc[0].access, Access::in);
+  EXPECT_EQ(acc[0].buf, a);
+  EXPECT_EQ(acc[1].storage, base.impl());
+  EXPECT_EQ(acc[1].lo, 256u);
+  EXPECT_EQ(acc[1].hi, 384u);
+  EXPECT_EQ(acc[1].access, Access::inout);
+  EXPECT_EQ(acc[2].storage, c.impl());
+  EXPECT_EQ(acc[2].access, Access::in);
+  EXPECT_EQ(acc[3].lo, 512u);
+  EXPECT_EQ(acc[3].hi, 640u);
+  EXPECT_EQ(acc[3].access, Access::out) << "an explicit access wins";
+  EXPECT_EQ(acc[4].access, Access::in);
+  EXPECT_EQ(acc[4].storage, e.impl());
+  EXPECT_EQ(acc[5].access, Access::in);
+  EXPECT_EQ(acc[6].access, Access::in);
+  // the args carry their resolved access
+  EXPECT_EQ(it.args[1].access, Access::inout);
+  EXPECT_NE(it.describe().find("acc_kinds("), std::string::npos) << it.describe();
+}
+
+TEST_P(ProgramAll, KernelLookup) {
+  Program p = dev.compile(
+      "__kernel void lk_one(__global float* x) { x[0] = 1; }\n"
+      "float lk_helper(float v) { return v * 2; }\n"
+      "__kernel void lk_two(__global float* x, int n) { x[n] = lk_helper(x[n]); }\n");
+  auto names = p.kernel_names();
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"lk_one", "lk_two"}));
+  EXPECT_EQ(p.kernel("lk_two").params().size(), 2u);
+  try {
+    (void)p.kernel("lk_three");
+    FAIL();
+  } catch (const ArgumentError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("lk_three"), std::string::npos) << m;
+    EXPECT_NE(m.find("lk_one"), std::string::npos) << m;
+    EXPECT_NE(m.find("lk_two"), std::string::npos) << m;
+  }
+  EXPECT_EQ(p.device(), dev);
+  EXPECT_EQ(p.options(), "");
+}
+
+TEST_P(ProgramAll, InMemoryCacheHit) {
+  std::string src = unique_source("mem_hit");
+  Program a = dev.compile(src);
+  Program b = dev.compile(src);
+  EXPECT_EQ(a.impl(), b.impl()) << "same (device, source, options): same program";
+  Program c = dev.compile(src, "-DFOO=1");
+  EXPECT_NE(a.impl(), c.impl()) << "other options: another program";
+  EXPECT_EQ(c.options(), "-DFOO=1");
+  EXPECT_EQ(a.source(), src);
+  EXPECT_EQ(dev.compile(src, "-DFOO=1").impl(), c.impl());
+  // kernels of one program are distinct handles over the same signature
+  EXPECT_EQ(&a.kernel("mem_hit").params(), &b.kernel("mem_hit").params());
+}
+
+TEST_P(ProgramAll, ConcurrentCompilesOfOneSourceShareOneProgram) {
+  std::string src = unique_source("conc_compile");
+  std::vector<Program> got(4);
+  std::vector<std::thread> ts;
+  for (size_t i = 0; i < got.size(); ++i) ts.emplace_back([&, i] { got[i] = dev.compile(src); });
+  for (auto& t : ts) t.join();
+  for (const Program& p : got) EXPECT_EQ(p.impl(), got[0].impl());
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, ProgramAll, ::testing::ValuesIn(encore_test::all_params()), encore_test::param_name);
+
+class ProgramCl : public DeviceTest {};
+
+TEST_P(ProgramCl, CompileErrorCarriesTheLog) {
+  std::string src = "// " + encore_test::unique_token() +
+                    "\n__kernel void broken(__global float* x) { x[0] = undeclared_thing_42 + 1; }\n";
+  try {
+    (void)dev.compile(src);
+    FAIL() << "a broken source compiled";
+  } catch (const CompileError& e) {
+    EXPECT_NE(e.log().find("undeclared_thing_42"), std::string::npos) << e.log();
+    EXPECT_NE(e.log().find("undeclared"), std::string::npos) << e.log();
+    std::string m = e.what();
+    EXPECT_NE(m.find("CL_BUILD_PROGRAM_FAILURE"), std::string::npos) << m;
+    EXPECT_NE(m.find(dev.id()), std::string::npos) << m;
+    EXPECT_NE(m.find("undeclared_thing_42"), std::string::npos) << "what() includes the log";
+  }
+  // a failure is not cached: the same source fails again, and the device still compiles
+  EXPECT_THROW((void)dev.compile(src), CompileError);
+  Program ok = dev.compile(unique_source("after_error"));
+  expect_kernel_works(dev, ok, "after_error");
+  // bad options are a compile error too, naming the options
+  try {
+    (void)dev.compile(unique_source("bad_opts"), "-Dfoo=1 -cl-no-such-option");
+    FAIL();
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("-cl-no-such-option"), std::string::npos) << e.what();
+  } catch (const OpenCLError& e) {
+    EXPECT_EQ(e.status(), -43) << e.what();  // CL_INVALID_BUILD_OPTIONS is acceptable too
+  }
+}
+
+TEST_P(ProgramCl, DiskCacheMissThenHit) {
+  encore_test::ScopedCacheDir dir;
+  std::string src = unique_source("disk_hit");
+  Program first = dev.compile(src);
+  EXPECT_FALSE(first.from_disk_cache());
+  expect_kernel_works(dev, first, "disk_hit");
+  dev.synchronize();  // stores binaries of programs that saw new launch configurations
+  std::string path = disk_path(dev, dir.path(), src);
+  ASSERT_TRUE(fs::exists(path)) << path;
+  EXPECT_EQ(count_files(dir.path()), 1u) << "no temporary files left behind";
+
+  forget_in_memory(dev, src);
+  Program second = dev.compile(src);
+  EXPECT_NE(second.impl(), first.impl());
+  EXPECT_TRUE(second.from_disk_cache());
+  ASSERT_EQ(second.kernel_names(), first.kernel_names());
+  const auto& pa = first.kernel("disk_hit").params();
+  const auto& pb = second.kernel("disk_hit").params();
+  ASSERT_EQ(pa.size(), pb.size());
+  EXPECT_EQ(pb[0].name, pa[0].name);
+  EXPECT_EQ(pb[0].type_name, pa[0].type_name);
+  EXPECT_EQ(pb[0].default_access(), pa[0].default_access());
+  expect_kernel_works(dev, second, "disk_hit");
+  EXPECT_FALSE(second.binary().empty());
+
+  // options are part of the key: a miss
+  forget_in_memory(dev, src, "-DX=2");
+  EXPECT_FALSE(dev.compile(src, "-DX=2").from_disk_cache());
+}
+
+TEST_P(ProgramCl, DiskCacheOffWithZero) {
+  encore_test::ScopedCacheDir dir;
+  setenv("ENCORE_CACHE", "0", 1);
+  std::string src = unique_source("no_disk");
+  Program p = dev.compile(src);
+  expect_kernel_works(dev, p, "no_disk");
+  dev.synchronize();
+  p.save_cache();
+  EXPECT_EQ(count_files(dir.path()), 0u);
+  forget_in_memory(dev, src);
+  EXPECT_FALSE(dev.compile(src).from_disk_cache());
+}
+
+TEST_P(ProgramCl, UnwritableCacheDirIsHarmless) {
+  encore_test::ScopedCacheDir dir;
+  setenv("ENCORE_CACHE", "/dev/null/encore-cache", 1);  // cannot be created
+  std::string src = unique_source("no_dir");
+  Program p = dev.compile(src);
+  expect_kernel_works(dev, p, "no_dir");
+  dev.synchronize();
+  p.save_cache();
+  forget_in_memory(dev, src);
+  EXPECT_FALSE(dev.compile(src).from_disk_cache());
+}
+
+TEST_P(ProgramCl, CorruptEntriesRecompileWithAWarning) {
+  encore_test::ScopedCacheDir dir;
+  std::string src = unique_source("corrupt");
+  Program first = dev.compile(src);
+  first.save_cache();
+  std::string path = disk_path(dev, dir.path(), src);
+  ASSERT_TRUE(fs::exists(path));
+  const auto full = fs::file_size(path);
+
+  struct Case {
+    const char* what;
+    std::function<void()> damage;
+  };
+  std::vector<Case> cases = {
+      {"truncated", [&] { fs::resize_file(path, full / 2); }},
+      {"empty", [&] { fs::resize_file(path, 0); }},
+      {"garbage", [&] {
+         std::ofstream f(path, std::ios::binary | std::ios::trunc);
+         for (int i = 0; i < 5000; ++i) f.put(static_cast<char>(i * 7919));
+       }},
+      {"one flipped byte", [&] {
+         std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+         f.seekg(static_cast<std::streamoff>(full / 2));
+         char c = 0;
+         f.get(c);
+         f.seekp(static_cast<std::streamoff>(full / 2));
+         f.put(static_cast<char>(c ^ 0x5a));
+       }},
+      // a well-formed entry whose binary the driver rejects
+      {"bad binary", [&] {
+         detail::CacheEntry e;
+         e.kernels = {detail::KernelSignature{"corrupt", first.kernel("corrupt").params()}};
+         e.binary.assign(4096, 0xAB);
+         detail::cache_store(path, detail::cache_key_text(dev.impl()->cache_key_prefix(), src, ""), e);
+       }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    // store a good entry, then damage it
+    Program good = dev.compile(src);
+    good.save_cache();
+    ASSERT_TRUE(fs::exists(path));
+    c.damage();
+    forget_in_memory(dev, src);
+    ::testing::internal::CaptureStderr();
+    Program p;
+    try {
+      p = dev.compile(src);
+    } catch (...) {
+      ::testing::internal::GetCapturedStderr();
+      throw;
+    }
+    std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find("warning"), std::string::npos) << "stderr: " << err;
+    EXPECT_NE(err.find(path), std::string::npos) << "the warning names the entry: " << err;
+    EXPECT_FALSE(p.from_disk_cache());
+    expect_kernel_works(dev, p, "corrupt");
+    // the rebuilt program replaced the bad entry: the next fresh state loads it
+    p.save_cache();
+    forget_in_memory(dev, src);
+    ::testing::internal::CaptureStderr();
+    Program again = dev.compile(src);
+    EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+    EXPECT_TRUE(again.from_disk_cache());
+    expect_kernel_works(dev, again, "corrupt");
+  }
+}
+
+TEST_P(ProgramCl, SavedAgainAfterNewLaunchConfigurations) {
+  encore_test::ScopedCacheDir dir;
+  std::string src = unique_source("resave");
+  Program p = dev.compile(src);
+  std::string path = disk_path(dev, dir.path(), src);
+  ASSERT_TRUE(fs::exists(path)) << "stored right after the build";
+  fs::remove(path);
+  expect_kernel_works(dev, p, "resave");  // a first launch configuration, then copyout
+  dev.synchronize();
+  EXPECT_TRUE(fs::exists(path)) << "stored again after the program's first launch";
+  forget_in_memory(dev, src);
+  Program q = dev.compile(src);
+  EXPECT_TRUE(q.from_disk_cache());
+  expect_kernel_works(dev, q, "resave");
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, ProgramCl, ::testing::ValuesIn(encore_test::cl_params()), encore_test::param_name);
+
+// The NULL device compiles nothing: its "build" reads the kernel signatures.
+TEST(NullProgram, NoKernelIsACompileError) {
+  Device n = Device::open("NULL");
+  EXPECT_THROW((void)n.compile("float f(float x) { return x; }"), CompileError);
+  EXPECT_TRUE(n.compile("__kernel void nk(__global float* x) {}").binary().empty());
+}
+
+TEST(SignatureParser, TrickySources) {
+  const std::string src = R"CL(
+#define N 4
+/* __kernel void fake_block(__global float* never) {} */
+// __kernel void fake_line(__global float* never) {}
+typedef float real;
+float helper(__global const float* p, int i) { return p[i]; }
+
+__kernel __attribute__((reqd_work_group_size(64, 1, 1)))
+void sp_first(__global const float* restrict in_x,   /* a comment, inside */
+              __global float* restrict out_y,        // and a line comment
+              unsigned int n,
+              const int k)
+{
+  if (get_global_id(0) < n) out_y[get_global_id(0)] = helper(in_x, k) * N;
+}
+
+kernel void __attribute__((vec_type_hint(float4))) sp_second(global float *x,
+    __constant float * c, __local   float*scratch, unsigned long big, unsigned char small, ulong u2) {
+  scratch[0] = c[0]; x[0] = scratch[0] + big + small + u2;
+}
+
+__kernel void sp_void(void) { }
+__kernel void sp_const_ptr(__global float * const p, __global float const * q, const __global float* r) { p[0] = q[0] + r[0]; }
+)CL";
+  auto sigs = detail::parse_kernel_signatures(src);
+  ASSERT_EQ(sigs.size(), 4u);
+  EXPECT_EQ(sigs[0].name, "sp_first");
+  EXPECT_EQ(sigs[1].name, "sp_second");
+  EXPECT_EQ(sigs[2].name, "sp_void");
+  EXPECT_EQ(sigs[3].name, "sp_const_ptr");
+
+  const auto& a = sigs[0].params;
+  ASSERT_EQ(a.size(), 4u);
+  EXPECT_EQ(a[0].name, "in_x");
+  EXPECT_EQ(a[0].type_name, "float*");
+  EXPECT_EQ(a[0].default_access(), Access::in);
+  EXPECT_EQ(a[1].name, "out_y");
+  EXPECT_EQ(a[1].default_access(), Access::inout);
+  EXPECT_EQ(a[2].name, "n");
+  EXPECT_EQ(a[2].scalar, DType::u32);
+  EXPECT_EQ(a[2].type_name, "uint");
+  EXPECT_FALSE(a[2].is_pointer);
+  EXPECT_EQ(a[3].name, "k");
+  EXPECT_EQ(a[3].scalar, DType::i32);
+  EXPECT_EQ(a[3].type_name, "int");
+
+  const auto& b = sigs[1].params;
+  ASSERT_EQ(b.size(), 6u);
+  EXPECT_EQ(b[0].name, "x");
+  EXPECT_EQ(b[0].space, AddressSpace::global);
+  EXPECT_EQ(b[0].default_access(), Access::inout);
+  EXPECT_EQ(b[1].name, "c");
+  EXPECT_EQ(b[1].space, AddressSpace::constant);
+  EXPECT_EQ(b[1].default_access(), Access::in);
+  EXPECT_EQ(b[2].name, "scratch");
+  EXPECT_EQ(b[2].space, AddressSpace::local);
+  EXPECT_EQ(b[2].default_access(), Access::none);
+  EXPECT_EQ(b[3].scalar, DType::u64);
+  EXPECT_EQ(b[3].type_name, "ulong");
+  EXPECT_EQ(b[4].scalar, DType::u8);
+  EXPECT_EQ(b[4].type_name, "uchar");
+  EXPECT_EQ(b[5].scalar, DType::u64);
+
+  EXPECT_TRUE(sigs[2].params.empty());
+
+  const auto& c = sigs[3].params;
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0].default_access(), Access::inout) << "float* const p: the data is written";
+  EXPECT_EQ(c[1].default_access(), Access::in);
+  EXPECT_EQ(c[2].default_access(), Access::in);
+}
+
+TEST(SignatureParser, MatchesOpenCL) {
+  auto ids = encore_test::cl_device_ids();
+  if (ids.empty()) GTEST_SKIP() << "no OpenCL device";
+  Device cl = Device::open(ids[0]);
+  auto null_sigs = detail::parse_kernel_signatures(kAccessSrc);
+  ASSERT_EQ(null_sigs.size(), 1u);
+  const auto& np = null_sigs[0].params;
+  const auto& cp = cl.compile(kAccessSrc).kernel("acc_kinds").params();
+  ASSERT_EQ(np.size(), cp.size());
+  for (size_t i = 0; i < np.size(); ++i) {
+    SCOPED_TRACE(cp[i].name);
+    EXPECT_EQ(np[i].name, cp[i].name);
+    EXPECT_EQ(np[i].type_name, cp[i].type_name);
+    EXPECT_EQ(np[i].space, cp[i].space);
+    EXPECT_EQ(np[i].is_pointer, cp[i].is_pointer);
+    EXPECT_EQ(np[i].scalar, cp[i].scalar);
+    EXPECT_EQ(np[i].default_access(), cp[i].default_access());
+  }
+}
+
+// Several writers store the same entry path at once; every load sees one complete entry.
+TEST(DiskCache, ConcurrentWritersLeaveOneCompleteEntry) {
+  encore_test::ScopedCacheDir dir;
+  const std::string key = "concurrent-key\0with nul"s;
+  const std::string path = detail::cache_path(dir.path(), key);
+  constexpr int kThreads = 8, kRounds = 25;
+  auto entry_for = [](int t) {
+    detail::CacheEntry e;
+    KernelParam p;
+    p.name = "x" + std::to_string(t);
+    p.type_name = "float*";
+    p.is_pointer = true;
+    p.space = AddressSpace::global;
+    e.kernels = {detail::KernelSignature{"k" + std::to_string(t), {p}}};
+    e.binary.assign(1000 + 997 * t, static_cast<unsigned char>(t + 1));  // sizes differ per writer
+    return e;
+  };
+  std::atomic<bool> stop{false};
+  std::atomic<int> loads{0}, bad{0};
+  ::testing::internal::CaptureStderr();
+  std::thread reader([&] {
+    while (!stop) {
+      if (auto e = detail::cache_load(path, key)) {
+        ++loads;
+        // complete and self-consistent: one writer's entry, never a mix
+        int t = e->binary.empty() ? -1 : e->binary[0] - 1;
+        if (t < 0 || t >= kThreads || e->binary.size() != size_t(1000 + 997 * t) || e->kernels.size() != 1 ||
+            e->kernels[0].name != "k" + std::to_string(t))
+          ++bad;
+        for (unsigned char c : e->binary)
+          if (c != e->binary[0]) {
+            ++bad;
+            break;
+          }
+      }
+    }
+  });
+  std::vector<std::thread> writers;
+  for (int t = 0; t < kThreads; ++t)
+    writers.emplace_back([&, t] {
+      detail::CacheEntry e = entry_for(t);
+      for (int r = 0; r < kRounds; ++r) detail::cache_store(path, key, e);
+    });
+  for (auto& w : writers) w.join();
+  stop = true;
+  reader.join();
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(err, "") << "no load saw a corrupt entry";
+  auto final_entry = detail::cache_load(path, key);
+  ASSERT_TRUE(final_entry);
+  int t = final_entry->binary[0] - 1;
+  ASSERT_GE(t, 0);
+  ASSERT_LT(t, kThreads);
+  EXPECT_EQ(final_entry->binary, entry_for(t).binary);
+  EXPECT_EQ(final_entry->kernels[0].params[0].name, "x" + std::to_string(t));
+  EXPECT_EQ(count_files(dir.path()), 1u) << "no temporary files left behind";
+  // another key hashing elsewhere is a miss, and a key mismatch at the same path is a miss too
+  EXPECT_FALSE(detail::cache_load(path, "another key"));
+  EXPECT_TRUE(fs::exists(path)) << "a key mismatch is not corruption: the entry stays";
+}
+
+// Threads compiling one new source on distinct devices all write the same directory.
+TEST(DiskCache, ConcurrentCompilesOnDistinctDevices) {
+  encore_test::ScopedCacheDir dir;
+  std::vector<Device> devs{Device::open("NULL")};
+  for (const auto& id : encore_test::cl_device_ids()) devs.push_back(Device::open(id));
+  std::string src = unique_source("conc_dev");
+  std::vector<Program> got(devs.size() * 2);
+  std::vector<std::thread> ts;
+  for (size_t i = 0; i < got.size(); ++i) ts.emplace_back([&, i] { got[i] = devs[i % devs.size()].compile(src); });
+  for (auto& t : ts) t.join();
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_TRUE(got[i]);
+    EXPECT_EQ(got[i].impl(), got[i % devs.size()].impl());
+    EXPECT_EQ(got[i].device(), devs[i % devs.size()]);
+  }
+  for (size_t i = 1; i < devs.size(); ++i) {  // the OpenCL devices: each left a loadable entry
+    std::string path = disk_path(devs[i], dir.path(), src);
+    auto e = detail::cache_load(path, detail::cache_key_text(devs[i].impl()->cache_key_prefix(), src, ""));
+    ASSERT_TRUE(e) << path;
+    EXPECT_FALSE(e->binary.empty());
+    ASSERT_EQ(e->kernels.size(), 1u);
+    EXPECT_EQ(e->kernels[0].name, "conc_dev");
+  }
+}

@@ -1,0 +1,90 @@
+#pragma once
+// Shared helpers for the foundation tests: device parameterisation, unique kernel sources,
+// temporary cache directories.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "encore/encore.hpp"
+
+namespace encore_test {
+
+// "CL:0", "CL:1", ... for every OpenCL device present.
+inline std::vector<std::string> cl_device_ids() {
+  std::vector<std::string> ids;
+  for (const encore::DeviceInfo& d : encore::Device::list()) ids.push_back(d.id);
+  return ids;
+}
+
+// OpenCL devices, or the single placeholder "none" (tests skip on it) when there is no OpenCL:
+// a parameterised suite then still has one instance, and it skips cleanly.
+inline std::vector<std::string> cl_params() {
+  auto ids = cl_device_ids();
+  if (ids.empty()) ids.push_back("none");
+  return ids;
+}
+
+// OpenCL devices plus NULL: for behaviour that does not depend on kernels really running.
+inline std::vector<std::string> all_params() {
+  auto ids = cl_device_ids();
+  ids.push_back("NULL");
+  return ids;
+}
+
+inline std::string param_name(const ::testing::TestParamInfo<std::string>& i) {
+  std::string s = i.param;
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return s;
+}
+
+// A token unique to this process and call: put it in a comment to force a cache miss.
+inline std::string unique_token() {
+  static const uint64_t seed = std::random_device{}() ^ (uint64_t(std::random_device{}()) << 32);
+  static std::atomic<uint64_t> n{0};
+  return std::to_string(seed) + "_" + std::to_string(n++);
+}
+
+// Fixture over a device id; skips when the id is the "none" placeholder.
+class DeviceTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "none") GTEST_SKIP() << "no OpenCL device on this machine";
+    dev = encore::Device::open(GetParam());
+  }
+  bool is_cl() const { return !dev.is_null(); }
+  encore::Device dev;
+};
+
+// Sets ENCORE_CACHE to a fresh temporary directory for the scope, restores it after.
+class ScopedCacheDir {
+ public:
+  ScopedCacheDir() {
+    if (const char* old = std::getenv("ENCORE_CACHE")) {
+      had_old_ = true;
+      old_ = old;
+    }
+    path_ = std::filesystem::temp_directory_path() / ("encore-test-cache-" + unique_token());
+    std::filesystem::create_directories(path_);
+    setenv("ENCORE_CACHE", path_.c_str(), 1);
+  }
+  ~ScopedCacheDir() {
+    if (had_old_) setenv("ENCORE_CACHE", old_.c_str(), 1);
+    else unsetenv("ENCORE_CACHE");
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  std::string path() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+  bool had_old_ = false;
+  std::string old_;
+};
+
+}  // namespace encore_test
