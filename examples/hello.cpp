@@ -21,7 +21,7 @@ int main() {
   encore::Buffer x = dev.alloc<float>(1024);
   x.copyin(std::vector<float>(1024, 1.5f));
   for (int i = 0; i < 5; ++i) {
-    const encore::Buffer& y = step(x, k.bind(i));
+    encore::Buffer y = step(x, k.bind(i));
     std::printf("call %d on %s: y[0] = %g (%s)\n", i, dev.id().c_str(), y.copyout<float>()[0], i < 2 ? "eager" : "replay");
   }
   const encore::UnitStats& st = step.unit().stats();

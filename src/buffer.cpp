@@ -12,6 +12,7 @@ namespace detail {
 BufferImpl::~BufferImpl() {
   if (view_mem) dev->free_view(view_mem);
   if (mem && owned) dev->allocator->free(mem, alloc_bytes);
+  else if (mem) dev->raw_free(mem);  // adopted native memory: drop our reference only
 }
 
 void BufferImpl::ensure_allocated() {

@@ -114,7 +114,7 @@ struct BufferImpl {
   // root only
   void* mem = nullptr;
   size_t alloc_bytes = 0;
-  bool owned = true;                 // false for adopted native memory
+  bool owned = true;                 // false for adopted native memory (released, not cached)
   std::atomic<uint64_t> version{0};
   // views only: the backend view handle, made on first use
   void* view_mem = nullptr;

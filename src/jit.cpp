@@ -1,6 +1,7 @@
 // TinyJit's non-template half and explicit capture scopes.
 #include "encore/jit.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <unordered_set>
@@ -252,7 +253,10 @@ void JitCore::verify_finish(const std::vector<Buffer>& replay_outputs) {
   }
   for (const Buffer& b : u.inputs) {
     std::string d = first_difference(b.base(), s_->eager_state[k++], read_all(b.base()));
-    if (!d.empty()) fail("input", b, d);
+    // an input that is this step's own output (a decode loop) is overwritten in place by replay
+    // where eager execution returns a new buffer: its bytes are checked as the output
+    bool own_output = std::find(u.fresh_output_roots.begin(), u.fresh_output_roots.end(), b.impl()->root()) != u.fresh_output_roots.end();
+    if (!d.empty() && !own_output) fail("input", b, d);
   }
   if (replay_outputs.size() != s_->eager_out.size())
     throw JitError("TinyJit verify: the eager run returned " + std::to_string(s_->eager_out.size()) + " buffers, the capture " +

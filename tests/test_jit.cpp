@@ -890,3 +890,51 @@ TEST(TinyJitViews, ViewsOfViewInputsAndUploadsIntoInputs) {
     ASSERT_EQ(get(ring_j), get(ring_e)) << "call " << call;
   }
 }
+
+// Verify mode and free_intermediates in a decode loop (the input is the previous call's output):
+// no false alarm, results equal eager.
+TEST(TinyJitAliasing, DecodeLoopWithVerifyAndFreeIntermediates) {
+  NEED_CL();
+  Env& e = cl();
+  auto f = [&e](const Buffer& x) {
+    Buffer t = e.dev.alloc<float>(x.count());
+    e.dev.launch(e.rev, {x.count()}, {}, x, t, static_cast<int>(x.count()));
+    Buffer y = e.dev.alloc<float>(x.count());
+    e.dev.launch(e.axpb, {x.count()}, {}, t, y, 0.5f, 1.f);
+    return y;
+  };
+  JitOptions o;
+  o.verify = 4;
+  TinyJit jit(f, o);
+  Buffer xj = make(e.dev, seq(32, 1.f, 2.f)), xe = make(e.dev, seq(32, 1.f, 2.f));
+  for (int call = 0; call < 8; ++call) {
+    if (call == 5) jit.unit().free_intermediates();
+    Buffer yj = jit(xj), ye = f(xe);
+    ASSERT_EQ(get(yj), get(ye)) << "call " << call;
+    xj = yj;
+    xe = ye;
+  }
+}
+
+TEST(TinyJitValidation, VariableArgumentsMustMatchTheCapture) {
+  NEED_CL();
+  Env& e = cl();
+  Variable a{"a", 0, 100}, b{"b", 0, 100};
+  auto f = [&e](const Buffer& x, const encore::BoundVar& v) {
+    Buffer y = e.dev.alloc<float>(x.count());
+    e.dev.launch(e.axpb, {x.count()}, {}, x, y, 1.f, 0.f);
+    e.dev.launch(e.addk, {x.count()}, {}, y, v.var);
+    return y;
+  };
+  TinyJit jit(f, JitOptions{});
+  Buffer x = make(e.dev, seq(8, 1.f));
+  jit(x, a.bind(1));
+  jit(x, a.bind(2));
+  expect_jit_error([&] { jit(x, b.bind(3)); }, {"variable argument 0", "\"b\"", "\"a\""});
+  expect_jit_error([&] { jit(x, encore::BoundVar{a, 101, 101.0}); }, {"\"a\"", "101", "[0, 100]"});
+  for (int v : {0, 7, 100, 3}) {
+    std::vector<float> got = get(jit(x, a.bind(v)));
+    EXPECT_EQ(got, get(f(x, a.bind(v)))) << v;
+    EXPECT_EQ(got[0], 1.f + static_cast<float>(v));
+  }
+}

@@ -179,8 +179,9 @@ template <class F> class TinyJit {
   explicit TinyJit(F fn, JitOptions opt = JitOptions::from_env()) : fn_(std::move(fn)), core_(opt) {}
 
   // Runs one call: eager (calls 0, 1, or when disabled) or replay (2+). Returns the callable's
-  // outputs; on replay these are the SAME buffers as the capture's, overwritten in place.
-  template <class... A> decltype(auto) operator()(A&&... a) {
+  // outputs by value (handles: no allocation unless the result holds a std::vector); on replay these
+  // are the SAME buffers as the capture's, overwritten in place.
+  template <class... A> std::invoke_result_t<F&, A&&...> operator()(A&&... a) {
     using R = std::invoke_result_t<F&, A&&...>;
     std::lock_guard<std::mutex> lock(mu_);
     if (!core_.opt.enabled || detail::JitCore::capture_active()) return eager<R>(std::forward<A>(a)...);
@@ -240,7 +241,6 @@ template <class F> class TinyJit {
     std::lock_guard<std::mutex> lock(mu_);
     core_.reset();
     result_.reset();
-    fresh_.reset();
     captured_.reset();
   }
   int calls() const { return core_.calls; }
@@ -250,17 +250,10 @@ template <class F> class TinyJit {
   const JitOptions& options() const { return core_.opt; }
 
  private:
-  template <class R, class... A> decltype(auto) eager(A&&... a) {
-    if constexpr (std::is_void_v<R>) {
-      std::invoke(fn_, std::forward<A>(a)...);
-    } else {
-      result_ = std::invoke(fn_, std::forward<A>(a)...);
-      return static_cast<const R&>(std::any_cast<R&>(result_));
-    }
-  }
+  template <class R, class... A> R eager(A&&... a) { return std::invoke(fn_, std::forward<A>(a)...); }
   // The outputs of a capture or replay call: outputs that are inputs follow this call's inputs;
   // with fresh_outputs, copies (the capture call too, so feeding a result back never aliases).
-  template <class R> const R& deliver() {
+  template <class R> R deliver() {
     R& r = std::any_cast<R&>(result_);
     if (core_.input_outputs) {
       size_t k = 0;
@@ -273,17 +266,16 @@ template <class F> class TinyJit {
         copy_buffer(c, b);
         return c;
       };
-      fresh_ = detail::map_outputs(r, copy);
-      return static_cast<const R&>(std::any_cast<R&>(fresh_));
+      return detail::map_outputs(r, copy);
     }
-    return static_cast<const R&>(r);
+    return r;
   }
   static void copy_buffer(const Buffer& dst, const Buffer& src);
 
   F fn_;
   detail::JitCore core_;
   std::mutex mu_;
-  std::any result_, fresh_, captured_;  // captured_: the capture's outputs, kept when some are inputs
+  std::any result_, captured_;  // the capture's outputs; captured_ kept when some are inputs
 };
 
 ENCORE_API void copy_buffer_eager(const Buffer& dst, const Buffer& src);

@@ -1,10 +1,12 @@
 // The OpenCL backend: platforms and devices, one shared context per platform, one in-order queue
 // per device, memory, transfers, builds and launches.
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <sstream>
 
 #include "cl_handle.hpp"
+#include "encore/opencl.hpp"
 #include "internal.hpp"
 
 namespace encore::detail {
@@ -197,12 +199,34 @@ class ClDevice final : public DeviceImpl {
     q_ = cl::Queue(clCreateCommandQueueWithProperties(ctx_->ctx.get(), dev_, props, &err));
     cl::check(err, "clCreateCommandQueueWithProperties", info.id);
   }
+  // Adopts an engine's in-order queue (and with it its context and device); both are retained.
+  ClDevice(cl_command_queue q, int serial) {
+    cl_context ctx = nullptr;
+    cl_command_queue_properties qp = 0;
+    cl::check(clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof ctx, &ctx, nullptr), "clGetCommandQueueInfo", "adopted queue");
+    cl::check(clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof dev_, &dev_, nullptr), "clGetCommandQueueInfo", "adopted queue");
+    cl::check(clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof qp, &qp, nullptr), "clGetCommandQueueInfo", "adopted queue");
+    if (qp & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)
+      throw DeviceError("encore::opencl::adopt: the queue is out-of-order; encore orders work by queue order and needs an in-order queue");
+    cl_platform_id plat = nullptr;
+    cl::check(clGetDeviceInfo(dev_, CL_DEVICE_PLATFORM, sizeof plat, &plat, nullptr), "clGetDeviceInfo");
+    info = read_info({plat, dev_}, 0);
+    info.id = "CL:adopted:" + std::to_string(serial);
+    ctx_ = std::make_shared<PlatformContext>();
+    cl::check(clRetainContext(ctx), "clRetainContext");
+    ctx_->ctx = cl::Context(ctx);
+    ctx_->devices = {dev_};
+    cl::check(clRetainCommandQueue(q), "clRetainCommandQueue");
+    q_ = cl::Queue(q);
+    profiling = (qp & CL_QUEUE_PROFILING_ENABLE) != 0;
+  }
   ~ClDevice() override {
     if (q_) clFinish(q_.get());
     allocator.reset();  // return cached memory while the context is alive
   }
 
   cl_context ctx() const { return ctx_->ctx.get(); }
+  cl_device_id device_id() const { return dev_; }
   cl_command_queue queue() const { return q_.get(); }
 
   void* raw_alloc(size_t bytes) override {
@@ -391,4 +415,56 @@ std::shared_ptr<DeviceImpl> open_opencl(int index) {
   return std::make_shared<ClDevice>(found[static_cast<size_t>(index)], index);
 }
 
+ClDevice& cl_device_of(DeviceImpl* d, const char* what) {
+  auto* c = dynamic_cast<ClDevice*>(d);
+  if (!c) throw DeviceError(std::string(what) + ": not an OpenCL device (" + (d ? d->info.id : std::string("null")) + ")");
+  return *c;
+}
+
 }  // namespace encore::detail
+
+// encore/opencl.hpp
+namespace encore::opencl {
+
+using detail::cl_device_of;
+
+Device adopt(cl_command_queue queue) {
+  static std::atomic<int> serial{0};
+  if (!queue) throw ArgumentError("encore::opencl::adopt: null queue");
+  return Device(std::make_shared<detail::ClDevice>(queue, serial++));
+}
+
+Buffer adopt(const Device& dev, cl_mem mem, DType dtype, size_t count) {
+  detail::ClDevice& d = cl_device_of(dev.impl(), "encore::opencl::adopt");
+  if (!mem) throw ArgumentError("encore::opencl::adopt: null cl_mem");
+  size_t bytes = 0;
+  cl_context ctx = nullptr;
+  cl::check(clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof bytes, &bytes, nullptr), "clGetMemObjectInfo");
+  cl::check(clGetMemObjectInfo(mem, CL_MEM_CONTEXT, sizeof ctx, &ctx, nullptr), "clGetMemObjectInfo");
+  if (ctx != d.ctx()) throw ArgumentError("encore::opencl::adopt: the cl_mem belongs to another context than " + dev.id());
+  if (count == 0 || count * size(dtype) > bytes)
+    throw ArgumentError("encore::opencl::adopt: " + std::to_string(count) + " elements of " + std::string(name(dtype)) +
+                        " do not fit in the cl_mem's " + std::to_string(bytes) + " bytes");
+  cl::check(clRetainMemObject(mem), "clRetainMemObject");
+  auto b = std::make_shared<detail::BufferImpl>();
+  b->dev = dev.shared_impl();
+  b->dtype = dtype;
+  b->count = count;
+  b->nbytes = count * size(dtype);
+  b->mem = mem;
+  b->alloc_bytes = bytes;
+  b->owned = false;  // released, never returned to encore's allocator
+  return Buffer(std::move(b));
+}
+
+cl_context context(const Device& dev) { return cl_device_of(dev.impl(), "encore::opencl::context").ctx(); }
+cl_device_id device_id(const Device& dev) { return cl_device_of(dev.impl(), "encore::opencl::device_id").device_id(); }
+cl_command_queue queue(const Device& dev) { return cl_device_of(dev.impl(), "encore::opencl::queue").queue(); }
+
+cl_mem native(const Buffer& b) {
+  if (!b) throw ArgumentError("encore::opencl::native: null buffer");
+  cl_device_of(b.impl()->dev.get(), "encore::opencl::native");
+  return static_cast<cl_mem>(b.impl()->handle());
+}
+
+}  // namespace encore::opencl

@@ -1,0 +1,31 @@
+#pragma once
+// Interop with an engine's own OpenCL objects: the one public header that includes OpenCL.
+//   encore::Device dev = encore::opencl::adopt(engine_queue);        // enqueue on the engine's queue
+//   encore::Buffer verts = encore::opencl::adopt(dev, engine_vbo, encore::DType::f32, n);
+//   cl_mem m = encore::opencl::native(verts);                         // hand a buffer back
+// Writes the engine makes through its own handles must call Buffer::touch(), so captured units
+// re-run the one-time work that read the old bytes.
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 300
+#endif
+#include <CL/cl.h>
+
+#include "encore/buffer.hpp"
+#include "encore/device.hpp"
+
+namespace encore::opencl {
+
+// A Device over an existing in-order queue (its context and device come with it; all three are
+// retained). DeviceError for an out-of-order queue.
+ENCORE_API Device adopt(cl_command_queue queue);
+// A Buffer over an existing cl_mem of at least count * size(dtype) bytes in the device's context.
+// encore retains it and releases its reference when the last handle goes; it never frees the memory.
+ENCORE_API Buffer adopt(const Device& dev, cl_mem mem, DType dtype, size_t count);
+
+ENCORE_API cl_context context(const Device& dev);
+ENCORE_API cl_device_id device_id(const Device& dev);
+ENCORE_API cl_command_queue queue(const Device& dev);
+// The cl_mem behind a buffer (a sub-buffer for views), allocating it on first use.
+ENCORE_API cl_mem native(const Buffer& b);
+
+}  // namespace encore::opencl
