@@ -551,7 +551,19 @@ static void check_inputs(UnitImpl& u) {
   u.inputs_changed = false;
 }
 
+// DEBUG=2: run one item synchronously and print its line (slow by design: debugging only).
+static void run_bound_debug(UnitImpl& u, BoundItem& b) {
+  auto t0 = std::chrono::steady_clock::now();
+  run_bound(u, b);
+  b.dev->finish();
+  debug_print_item(u.items[b.item], 0, nullptr, nullptr, 0,
+                   std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+}
+
+template <class Run> static void run_items(UnitImpl& u, Run run);
+
 static void run_unit(UnitImpl& u) {
+  static const bool debug = debug_level() >= 2;
   if (!u.bound) bind_unit(u);
   if (u.inputs_changed) check_inputs(u);
   // an input that is this step's own output: eager execution would read it before writing a new
@@ -562,6 +574,13 @@ static void run_unit(UnitImpl& u) {
       BufferImpl& src = *u.inputs[s].impl();
       d.dev->copy(d.root()->mem, d.offset, src.root()->mem, src.offset, d.nbytes);
     }
+  if (debug) run_items(u, run_bound_debug);
+  else run_items(u, run_bound);
+  for (BufferImpl* r : u.written_roots) r->version.fetch_add(1, std::memory_order_relaxed);
+  for (uint32_t ei : u.written_entries) u.entries[ei].current.impl()->bump();
+}
+
+template <class Run> static void run_items(UnitImpl& u, Run run) {
   bool stale = false;
   if (!testing::ignore_versions)
     for (auto& [r, ver] : u.once_versions) stale = stale || r->version.load(std::memory_order_relaxed) != ver;
@@ -571,17 +590,15 @@ static void run_unit(UnitImpl& u) {
     // step), and in eager execution it sees them as they were before the rebuild.
     size_t k = 0;
     for (BoundItem& b : u.replay) {
-      for (; k < u.once.size() && u.once[k].item < b.item; ++k) run_bound(u, u.once[k]);
-      run_bound(u, b);
+      for (; k < u.once.size() && u.once[k].item < b.item; ++k) run(u, u.once[k]);
+      run(u, b);
     }
-    for (; k < u.once.size(); ++k) run_bound(u, u.once[k]);
+    for (; k < u.once.size(); ++k) run(u, u.once[k]);
     for (BufferImpl* r : u.once_written) r->bump();
     for (auto& [r, ver] : u.once_versions) ver = r->version.load(std::memory_order_relaxed);
   } else {
-    for (BoundItem& b : u.replay) run_bound(u, b);
+    for (BoundItem& b : u.replay) run(u, b);
   }
-  for (BufferImpl* r : u.written_roots) r->version.fetch_add(1, std::memory_order_relaxed);
-  for (uint32_t ei : u.written_entries) u.entries[ei].current.impl()->bump();
 }
 
 }  // namespace detail

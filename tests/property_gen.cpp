@@ -9,6 +9,7 @@
 #include <mutex>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <tuple>
 
 namespace prop {
@@ -771,6 +772,121 @@ RunResult run_device(const Prog& p, const encore::Device& dev, const encore::Jit
     res.error = e.what();
   }
   return res;
+}
+
+Prog pair_program(const Prog& p) {
+  Prog q = p;
+  q.edit_after.clear();
+  q.free_after = -1;
+  q.fb_input = q.fb_output = -1;
+  q.dup_input = false;
+  q.ring_inputs = false;
+  std::vector<HostEvent> ev;
+  for (const HostEvent& e : q.events)
+    if (e.before_call % 2 == 0) ev.push_back(e);
+  q.events = ev;
+  // a returned closure buffer holds the second half's value after a run of the pair: drop it (the
+  // final state is still compared)
+  std::vector<int> outs;
+  for (int o : q.outputs) {
+    const Value& v = q.values[static_cast<size_t>(o)];
+    if (q.values[static_cast<size_t>(v.src == Value::view ? v.base : o)].src == Value::temp) outs.push_back(o);
+  }
+  q.outputs = outs;
+  return q;
+}
+
+RunResult run_device_concat(const Prog& p, const encore::Device& dev, const encore::UnitOptions& opt) {
+  RunResult res;
+  const Lib& lib = lib_for(dev);
+  DevState st;
+  for (size_t s = 0; s < p.state_vals.size(); ++s) {
+    const Value& v = p.values[static_cast<size_t>(p.state_vals[s])];
+    encore::Buffer b = dev.alloc(dtype(v.ty), static_cast<size_t>(v.count));
+    b.copyin_bytes(p.state_init[s].data(), p.state_init[s].size() * 4);
+    st.states.push_back(b);
+  }
+  std::vector<std::vector<encore::Buffer>> sets(kSets);
+  for (int s = 0; s < kSets; ++s)
+    for (size_t i = 0; i < p.input_vals.size(); ++i) {
+      const Words& w = p.input_sets[static_cast<size_t>(s)][i];
+      encore::Buffer b = dev.alloc(encore::DType::f32, w.size());
+      b.copyin_bytes(w.data(), w.size() * 4);
+      sets[static_cast<size_t>(s)].push_back(b);
+    }
+  auto events = [&](int c) {
+    for (const HostEvent& e : p.events)
+      if (e.before_call == c) st.states[static_cast<size_t>(e.state)].copyin_bytes(e.data.data(), e.data.size() * 4);
+  };
+  try {
+    encore::ExecutionUnit units[2];
+    std::vector<encore::Buffer> outs[2];
+    for (int c = 0; c < 2; ++c) {
+      events(c);
+      encore::Capture cap(opt);
+      for (const encore::Buffer& b : sets[static_cast<size_t>(c)]) cap.add_input(b);
+      outs[c] = exec(p, dev, lib, st, sets[static_cast<size_t>(c)]);
+      for (const encore::Buffer& b : outs[c]) cap.add_output(b);
+      units[c] = cap.end();
+      std::vector<Words> got;
+      for (const encore::Buffer& b : outs[c]) got.push_back(read(b));
+      res.outs.push_back(std::move(got));
+    }
+    encore::ExecutionUnit u = units[0] + units[1];
+    const size_t nin = p.input_vals.size();
+    if (u.num_inputs() != 2 * nin) throw std::runtime_error("concatenation has " + std::to_string(u.num_inputs()) + " inputs, expected " + std::to_string(2 * nin));
+    for (int c = 2; c < kCalls; c += 2) {
+      events(c);
+      for (size_t i = 0; i < nin; ++i) {
+        u.bind_input(i, sets[static_cast<size_t>(c % kSets)][i]);
+        u.bind_input(nin + i, sets[static_cast<size_t>((c + 1) % kSets)][i]);
+      }
+      u();
+      for (int h = 0; h < 2; ++h) {
+        std::vector<Words> got;
+        for (const encore::Buffer& b : outs[h]) got.push_back(read(b));
+        res.outs.push_back(std::move(got));
+      }
+    }
+    for (const encore::Buffer& b : st.states) res.states.push_back(read(b));
+    for (auto& s : sets) {
+      res.inputs.emplace_back();
+      for (auto& b : s) res.inputs.back().push_back(read(b));
+    }
+    res.one_time = u.one_time();
+    res.stats = u.stats();
+    res.unit_items = u.items().size();
+  } catch (const std::exception& e) {
+    res.error = e.what();
+  }
+  return res;
+}
+
+Prog doubled(const Prog& p) {
+  Prog q = p;
+  const int nv = static_cast<int>(p.values.size()), nin = static_cast<int>(p.input_vals.size());
+  std::vector<int> map(static_cast<size_t>(nv));
+  for (int v = 0; v < nv; ++v) {
+    const Value& x = p.values[static_cast<size_t>(v)];
+    if (x.src == Value::state) {
+      map[static_cast<size_t>(v)] = v;
+      continue;
+    }
+    Value y = x;
+    if (x.src == Value::input) y.index = nin + x.index;
+    if (x.src == Value::view) y.base = map[static_cast<size_t>(x.base)];
+    q.values.push_back(y);
+    map[static_cast<size_t>(v)] = static_cast<int>(q.values.size()) - 1;
+    if (x.src == Value::input) q.input_vals.push_back(map[static_cast<size_t>(v)]);
+  }
+  for (const Op& op : p.ops) {
+    Op o = op;
+    if (o.v >= 0) o.v = map[static_cast<size_t>(o.v)];
+    if (o.src >= 0) o.src = map[static_cast<size_t>(o.src)];
+    for (int& b : o.bufs) b = map[static_cast<size_t>(b)];
+    q.ops.push_back(o);
+  }
+  return q;
 }
 
 // ---- host reference ---------------------------------------------------------------------------

@@ -108,6 +108,14 @@ RunResult run_device(const Prog& p, const encore::Device& dev, const encore::Jit
 // The kernels computed on the host.
 RunResult run_host(const Prog& p);
 
+// `a + b`: calls 0 and 1 are explicit captures (sets 0 and 1), concatenated; the concatenation then
+// replays calls 2+3 and 4+5 in one run each. Needs a step without Variables, feedback, output edits,
+// free_intermediates or host updates before odd calls (pair_program() makes one).
+Prog pair_program(const Prog& p);
+RunResult run_device_concat(const Prog& p, const encore::Device& dev, const encore::UnitOptions& opt);
+// The step twice in a row, as the concatenation sees it (second copy: its own inputs and temps).
+Prog doubled(const Prog& p);
+
 // ---- structure ----------------------------------------------------------------------------------
 struct RefAccess {
   int storage;

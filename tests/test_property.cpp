@@ -319,6 +319,48 @@ TEST(Property, StructureOnNullDevice) {
   EXPECT_EQ(c.ratio_over, 0) << "planned > 1.10 x lower bound (seeds printed above)";
 }
 
+// `a + b` re-runs pruning and planning over the concatenation: two explicit captures of the step
+// (calls 0 and 1) concatenated, replayed for calls 2+3 and 4+5; results as the host reference, and
+// the one-time set as the reference fixpoint over the step twice in a row.
+TEST(Property, ConcatenatedCapturesEqualHostReference) {
+  encore::Device dev = cl_device();
+  if (!dev) GTEST_SKIP() << "no OpenCL device";
+  std::vector<uint64_t> ss = seeds(200);
+  int shown = 0, run = 0, pruned_more = 0;
+  for (uint64_t seed : ss) {
+    Prog p = prop::generate(seed, gen_options(seed));
+    if (p.has_sv || p.has_len || p.has_fv) continue;  // one unit binds one value per variable per run
+    Prog q = prop::pair_program(p);
+    RunResult h = prop::run_host(q);
+    std::vector<bool> ref = prop::reference_one_time(prop::reference_items(prop::doubled(q)));
+    for (bool prune : {true, false}) {
+      encore::UnitOptions o;
+      o.prune = prune;
+      o.plan = true;
+      RunResult u = prop::run_device_concat(q, dev, o);
+      std::string d = prop::compare(q, h, u, "host", "concatenation");
+      if (d.empty() && u.one_time != (prune ? ref : std::vector<bool>(ref.size(), false)))
+        d = "one-time set of the concatenation: engine " + bits(u.one_time) + ", reference fixpoint " + bits(ref);
+      if (d.empty() && !(u.stats.temp_bytes_lower_bound <= u.stats.temp_bytes_planned && u.stats.temp_bytes_planned <= u.stats.temp_bytes_naive))
+        d = "planner figures out of order";
+      if (!d.empty()) {
+        if (shown++ < 5) ADD_FAILURE() << "seed " << seed << " [a + b, prune " << prune << "]: " << d << "\n" << repro(seed) << "\n" << q.describe();
+        break;
+      }
+      if (prune) {
+        ++run;
+        // items one-time in the single step but not in the pair (the second copy writes them again)
+        std::vector<bool> single = prop::reference_one_time(prop::reference_items(q));
+        for (size_t i = 0; i < single.size(); ++i) pruned_more += single[i] && !ref[i];
+      }
+    }
+  }
+  std::printf("[property a+b] %d seeds; %d items one-time in one step but not in the concatenation\n", run, pruned_more);
+  if (!single_seed() && ss.size() >= 100) {
+    EXPECT_GE(run, static_cast<int>(ss.size()) / 5);
+  }
+}
+
 // ---- hand-built graphs with exact one-time sets ---------------------------------------------------
 
 struct Builder {
