@@ -105,11 +105,7 @@ void Device::free_cache() const { need(impl_).allocator->release_cache(); }
 void Device::synchronize() const {
   detail::DeviceImpl& d = need(impl_);
   d.finish();
-  if (d.programs_dirty.exchange(false)) {
-    std::lock_guard<std::mutex> lock(d.programs_mu);
-    for (auto& [_, p] : d.programs)
-      if (p->dirty.exchange(false)) p->save();
-  }
+  detail::save_dirty_programs(d);
 }
 
 }  // namespace encore

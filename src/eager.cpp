@@ -81,8 +81,8 @@ bool eval_launch(const Sizes& global, const Sizes& local, size_t max_wg, uint32_
 void save_dirty_programs(DeviceImpl& d) {
   if (!d.programs_dirty.exchange(false)) return;
   std::lock_guard<std::mutex> lock(d.programs_mu);
-  for (auto& [_, p] : d.programs)
-    if (p->dirty.exchange(false)) p->save();
+  for (auto& [_, w] : d.programs)
+    if (auto p = w.lock(); p && p->dirty.exchange(false)) p->save();
 }
 
 static void eager_copy(const Buffer& dst, const Buffer& src) {

@@ -59,7 +59,9 @@ struct DeviceImpl : std::enable_shared_from_this<DeviceImpl> {
   DeviceInfo info;
   std::unique_ptr<Allocator> allocator;
   std::mutex programs_mu;
-  std::map<std::pair<std::string, std::string>, std::shared_ptr<ProgramImpl>> programs;  // (source, options)
+  // (source, options) -> program, while any handle (a Kernel, an ExecItem) keeps it: a strong cache
+  // would make a cycle with the program's own reference to its device
+  std::map<std::pair<std::string, std::string>, std::weak_ptr<ProgramImpl>> programs;
   std::atomic<bool> programs_dirty{false};  // a program saw a new launch configuration since its last save
   bool profiling = false;                   // launches can report device time
 
@@ -140,6 +142,7 @@ struct ProgramImpl {
   std::mutex mu;
 
   void save() noexcept;   // stores the binary in the disk cache (if on); never throws
+  ~ProgramImpl();         // a program released after new launch configurations stores its binary
 };
 
 struct KernelImpl {

@@ -29,11 +29,22 @@ void detail::ProgramImpl::save() noexcept {
   }
 }
 
+detail::ProgramImpl::~ProgramImpl() {
+  if (!dirty) return;
+  try {
+    dev->finish();  // the binary holds the launch configurations compiled so far only once they ran
+  } catch (...) {
+    return;
+  }
+  save();
+}
+
 Program Device::compile(const std::string& source, const std::string& options) const {
   detail::DeviceImpl& d = *shared_impl();
   std::lock_guard<std::mutex> lock(d.programs_mu);
   auto key = std::make_pair(source, options);
-  if (auto it = d.programs.find(key); it != d.programs.end()) return Program(it->second);
+  if (auto it = d.programs.find(key); it != d.programs.end())
+    if (auto live = it->second.lock()) return Program(live);
 
   auto p = std::make_shared<ProgramImpl>();
   p->dev = shared_impl();
@@ -60,7 +71,8 @@ Program Device::compile(const std::string& source, const std::string& options) c
     p->kernels = std::move(r.kernels);
     p->save();
   }
-  d.programs.emplace(std::move(key), p);
+  std::erase_if(d.programs, [](const auto& kv) { return kv.second.expired(); });
+  d.programs[std::move(key)] = p;
   return Program(p);
 }
 

@@ -91,6 +91,15 @@ struct UnitImpl {
   UnitStats stats;
 };
 
+inline bool has(Access a, Access bit) { return (static_cast<uint8_t>(a) & static_cast<uint8_t>(bit)) != 0; }
+
+// unit_replay.cpp: binding and the replay path
+void bind_unit(UnitImpl& u);
+void check_inputs(UnitImpl& u);   // argument aliasing and staging, when inputs changed
+void run_unit(UnitImpl& u);
+void set_slot_buffer(UnitImpl& u, uint32_t slot, const Buffer& b);
+void set_kernel_var(UnitImpl& u, const VarUse& use, uint32_t slot);
+
 struct UnitAccess {
   static ExecutionUnit wrap(std::unique_ptr<UnitImpl> p);
 };

@@ -142,30 +142,13 @@ struct Gen {
     return id;
   }
   int new_temp(int count, Ty ty = Ty::f32) {
-    Value v;
-    v.src = Value::temp;
-    v.count = count;
-    v.ty = ty;
-    int id = add_value(v);
-    Op op;
-    op.kind = Op::alloc;
-    op.v = id;
-    p.ops.push_back(op);
+    int id = p.add_temp(count, ty);
+    defined.push_back(false);
     return id;
   }
   int new_view(int base, int off, int count) {
-    Value v;
-    v.src = Value::view;
-    v.base = base;
-    v.off = off;
-    v.count = count;
-    v.ty = p.values[base].ty;
-    int id = add_value(v);
-    Op op;
-    op.kind = Op::view;
-    op.v = id;
-    p.ops.push_back(op);
-    defined[id] = defined[base];
+    int id = p.add_view(base, off, count);
+    defined.push_back(defined[base]);
     p.f.view = true;
     return id;
   }
@@ -564,6 +547,36 @@ struct Gen {
 };
 
 }  // namespace
+
+int Prog::add_temp(int count, Ty ty) {
+  Value v;
+  v.src = Value::temp;
+  v.count = count;
+  v.ty = ty;
+  values.push_back(v);
+  int id = static_cast<int>(values.size()) - 1;
+  Op op;
+  op.kind = Op::alloc;
+  op.v = id;
+  ops.push_back(op);
+  return id;
+}
+
+int Prog::add_view(int base, int off, int count) {
+  Value v;
+  v.src = Value::view;
+  v.base = base;
+  v.off = off;
+  v.count = count;
+  v.ty = values[static_cast<size_t>(base)].ty;
+  values.push_back(v);
+  int id = static_cast<int>(values.size()) - 1;
+  Op op;
+  op.kind = Op::view;
+  op.v = id;
+  ops.push_back(op);
+  return id;
+}
 
 size_t Prog::device_items() const {
   size_t n = 0;

@@ -75,6 +75,8 @@ struct Prog {
   bool dup_input = false;                   // the last input slot gets the same buffer as slot 0, every call                      // jit: unit().free_intermediates() after this call
   Features f;
 
+  int add_temp(int count, Ty ty = Ty::f32);    // appends a temporary and its alloc op; returns its value id
+  int add_view(int base, int off, int count);  // appends a view of `base` and its view op; returns its value id
   size_t device_items() const;              // ops that become ExecItems (kernel, copy, upload)
   std::string describe() const;             // one line per op, for failure messages
 };

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "encore/encore.hpp"
+#include "jit_env.hpp"
 
 namespace {
 thread_local bool tl_counting = false;
@@ -62,52 +63,14 @@ void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::f
 
 using encore::Buffer;
 using encore::BoundVar;
-using encore::Device;
-using encore::Kernel;
 using encore::TinyJit;
 using encore::Variable;
+using namespace encore_test;
 
 namespace {
 
-constexpr const char* kSrc = R"(
-__kernel void axpb(__global const float* x, __global float* y, float a, float b) { size_t i = get_global_id(0); y[i] = a * x[i] + b; }
-__kernel void fillpos(__global float* y, int pos) { int i = (int)get_global_id(0); y[i] = (float)(pos * 1000 + i); }
-__kernel void add(__global const float* a, __global const float* b, __global float* c) { size_t i = get_global_id(0); c[i] = a[i] + b[i]; }
-)";
-
-struct Env {
-  Device dev;
-  encore::Program prog;
-  Kernel axpb, fillpos, add;
-  explicit Env(Device d) : dev(d), prog(d.compile(kSrc)), axpb(prog.kernel("axpb")), fillpos(prog.kernel("fillpos")), add(prog.kernel("add")) {}
-};
-
-bool have_cl() {
-  static bool has = !Device::list().empty();
-  return has;
-}
-Env& cl() {
-  static Env e(Device::open());
-  return e;
-}
-Env& null_env() {
-  static Env e(Device::open("NULL"));
-  return e;
-}
-
 constexpr size_t kN = 64;
 constexpr int kPos[] = {8, 16, 24, 32, 40, 64};  // every local size encore picks for them is warmed up
-
-std::vector<float> seq(size_t n, float start, float step = 1.f) {
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = start + step * static_cast<float>(i);
-  return v;
-}
-Buffer make(const Device& d, const std::vector<float>& v) {
-  Buffer b = d.alloc<float>(v.size());
-  b.copyin(v);
-  return b;
-}
 
 // The step: a view of the input, a float variable as a scalar, an int variable as a scalar and as
 // a launch size, a copy, temporaries (planned) and closure state.
@@ -202,14 +165,10 @@ TEST(AllocFreeReplay, CounterCounts) {
 TEST(AllocFreeReplay, TinyJitNull) { run_tinyjit(null_env()); }
 TEST(AllocFreeReplay, UnitNull) { run_unit(null_env()); }
 TEST(AllocFreeReplay, TinyJitCL) {
-  if (!have_cl()) {
-    GTEST_SKIP() << "no OpenCL device";
-  }
+  NEED_CL();
   run_tinyjit(cl());
 }
 TEST(AllocFreeReplay, UnitCL) {
-  if (!have_cl()) {
-    GTEST_SKIP() << "no OpenCL device";
-  }
+  NEED_CL();
   run_unit(cl());
 }

@@ -7,69 +7,16 @@
 #include <vector>
 
 #include "encore/encore.hpp"
+#include "jit_env.hpp"
 
 using encore::Buffer;
 using encore::Capture;
-using encore::Device;
 using encore::ExecutionUnit;
 using encore::JitError;
-using encore::Kernel;
 using encore::Variable;
+using namespace encore_test;
 
 namespace {
-
-constexpr const char* kSrc = R"(
-__kernel void axpb(__global const float* x, __global float* y, float a, float b) { size_t i = get_global_id(0); y[i] = a * x[i] + b; }
-__kernel void add(__global const float* a, __global const float* b, __global float* c) { size_t i = get_global_id(0); c[i] = a[i] + b[i]; }
-__kernel void rev(__global const float* x, __global float* y, int n) { int i = (int)get_global_id(0); y[i] = x[n - 1 - i]; }
-__kernel void fillpos(__global float* y, int pos) { int i = (int)get_global_id(0); y[i] = (float)(pos * 1000 + i); }
-__kernel void scalef(__global float* y, float s) { y[get_global_id(0)] *= s; }
-)";
-
-struct Env {
-  Device dev;
-  encore::Program prog;
-  Kernel axpb, add, rev, fillpos, scalef;
-  explicit Env(Device d)
-      : dev(d), prog(d.compile(kSrc)), axpb(prog.kernel("axpb")), add(prog.kernel("add")), rev(prog.kernel("rev")),
-        fillpos(prog.kernel("fillpos")), scalef(prog.kernel("scalef")) {}
-};
-
-bool have_cl() {
-  static bool has = !Device::list().empty();
-  return has;
-}
-Env& cl() {
-  static Env e(Device::open());
-  return e;
-}
-Env& null_env() {
-  static Env e(Device::open("NULL"));
-  return e;
-}
-#define NEED_CL() \
-  if (!have_cl()) { GTEST_SKIP() << "no OpenCL device"; }
-
-std::vector<float> seq(size_t n, float start, float step = 1.f) {
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = start + step * static_cast<float>(i);
-  return v;
-}
-Buffer make(const Device& d, const std::vector<float>& v) {
-  Buffer b = d.alloc<float>(v.size());
-  b.copyin(v);
-  return b;
-}
-std::vector<float> get(const Buffer& b) { return b.copyout<float>(); }
-bool contains(const std::string& s, const std::string& sub) { return s.find(sub) != std::string::npos; }
-template <class F> void expect_jit_error(F&& f, std::initializer_list<std::string> parts) {
-  try {
-    f();
-    ADD_FAILURE() << "expected a JitError";
-  } catch (const JitError& e) {
-    for (const std::string& p : parts) EXPECT_TRUE(contains(e.what(), p)) << "message lacks \"" << p << "\": " << e.what();
-  }
-}
 
 // The frame: out = rev(a*x + b) + w (w: closure weights), temp internal.
 void frame(Env& e, const Buffer& x, const Buffer& w, const Buffer& out, float a) {

@@ -6,52 +6,17 @@
 #include <vector>
 
 #include "encore/encore.hpp"
+#include "jit_env.hpp"
 
 using encore::Buffer;
-using encore::Device;
 using encore::JitError;
 using encore::JitOptions;
-using encore::Kernel;
 using encore::TinyJit;
 using encore::Variable;
+using namespace encore_test;
 
 namespace {
 
-constexpr const char* kSrc = R"(
-__kernel void axpb(__global const float* x, __global float* y, float a, float b) { size_t i = get_global_id(0); y[i] = a * x[i] + b; }
-__kernel void accum(__global float* s, __global const float* x) { size_t i = get_global_id(0); s[i] += x[i]; }
-__kernel void rev(__global const float* x, __global float* y, int n) { int i = (int)get_global_id(0); y[i] = x[n - 1 - i]; }
-)";
-
-struct Env {
-  Device dev;
-  encore::Program prog;
-  Kernel axpb, accum, rev;
-  Env() : dev(Device::open()), prog(dev.compile(kSrc)), axpb(prog.kernel("axpb")), accum(prog.kernel("accum")), rev(prog.kernel("rev")) {}
-};
-
-bool have_cl() {
-  static bool has = !Device::list().empty();
-  return has;
-}
-Env& env() {
-  static Env e;  // one program for the whole file
-  return e;
-}
-#define NEED_CL() \
-  if (!have_cl()) { GTEST_SKIP() << "no OpenCL device"; }
-
-std::vector<float> seq(size_t n, float start, float step = 1.f) {
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = start + step * static_cast<float>(i);
-  return v;
-}
-Buffer make(const Device& d, const std::vector<float>& v) {
-  Buffer b = d.alloc<float>(v.size());
-  b.copyin(v);
-  return b;
-}
-std::vector<float> get(const Buffer& b) { return b.copyout<float>(); }
 std::vector<float> axpb_host(const std::vector<float>& x, float a, float b) {
   std::vector<float> y(x.size());
   for (size_t i = 0; i < x.size(); ++i) y[i] = a * x[i] + b;
@@ -64,7 +29,7 @@ std::vector<float> axpb_host(const std::vector<float>& x, float a, float b) {
 // result kept from an earlier call changes under you. Copy what you keep (or fresh_outputs).
 TEST(Footguns, OutputsAreTheSameBuffersOverwrittenInPlace) {
   NEED_CL();
-  Env& e = env();
+  Env& e = cl();
   TinyJit jit([&e](const Buffer& x) {
     Buffer y = e.dev.alloc<float>(x.count());
     e.dev.launch(e.axpb, {x.count()}, {}, x, y, 2.f, 0.f);
@@ -98,7 +63,7 @@ TEST(Footguns, OutputsAreTheSameBuffersOverwrittenInPlace) {
 // or keep two jits.
 TEST(Footguns, HostBranchesTakenAtCaptureAreFrozen) {
   NEED_CL();
-  Env& e = env();
+  Env& e = cl();
   bool double_it = true;
   auto f = [&](const Buffer& x) {
     Buffer y = e.dev.alloc<float>(x.count());
@@ -130,7 +95,7 @@ TEST(Footguns, HostBranchesTakenAtCaptureAreFrozen) {
 // buffer afterwards changes nothing. Pass it as an argument if it should vary.
 TEST(Footguns, ClosureBuffersAreStateAndReplayUsesThem) {
   NEED_CL();
-  Env& e = env();
+  Env& e = cl();
   Buffer state = make(e.dev, std::vector<float>(8, 0.f));
   Buffer original = state;
   TinyJit jit([&](const Buffer& x) { e.dev.launch(e.accum, {x.count()}, {}, state, x); }, JitOptions{});
@@ -149,7 +114,7 @@ TEST(Footguns, ClosureBuffersAreStateAndReplayUsesThem) {
 // (JitOptions::verify / ENCORE_VERIFY=N) finds such values by comparing replays with eager runs.
 TEST(Footguns, HostValueComputedInCallableIsFrozenAndVerifyCatchesIt) {
   NEED_CL();
-  Env& e = env();
+  Env& e = cl();
   int step = 0;
   auto f = [&](const Buffer& x) {
     float bias = static_cast<float>(step++);  // host value, different every call
@@ -198,7 +163,7 @@ TEST(Footguns, HostValueComputedInCallableIsFrozenAndVerifyCatchesIt) {
 // JitOptions::allow_copyout accepts the frozen value.
 TEST(Footguns, CopyoutInCallableIsAnError) {
   NEED_CL();
-  Env& e = env();
+  Env& e = cl();
   auto f = [&](const Buffer& x) {
     Buffer y = e.dev.alloc<float>(x.count());
     e.dev.launch(e.axpb, {x.count()}, {}, x, y, 1.f, 0.f);
@@ -225,7 +190,7 @@ TEST(Footguns, CopyoutInCallableIsAnError) {
 // Replays of the outer jit re-run that work without calling the inner jit at all.
 TEST(Footguns, NestedJitRunsInnerCallableEagerlyIntoOuterCapture) {
   NEED_CL();
-  Env& e = env();
+  Env& e = cl();
   int inner_runs = 0;
   TinyJit inner([&](const Buffer& x) {
     ++inner_runs;

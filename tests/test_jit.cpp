@@ -13,83 +13,15 @@
 #include <vector>
 
 #include "encore/encore.hpp"
+#include "jit_env.hpp"
 
 using encore::Buffer;
-using encore::Device;
-using encore::JitError;
 using encore::JitOptions;
-using encore::Kernel;
 using encore::TinyJit;
 using encore::Variable;
+using namespace encore_test;
 
 namespace {
-
-constexpr const char* kSrc = R"(
-__kernel void axpb(__global const float* x, __global float* y, float a, float b) { size_t i = get_global_id(0); y[i] = a * x[i] + b; }
-__kernel void add(__global const float* a, __global const float* b, __global float* c) { size_t i = get_global_id(0); c[i] = a[i] + b[i]; }
-__kernel void rev(__global const float* x, __global float* y, int n) { int i = (int)get_global_id(0); y[i] = x[n - 1 - i]; }
-__kernel void addk(__global float* y, int k) { y[get_global_id(0)] += (float)k; }
-__kernel void scalef(__global float* y, float s) { y[get_global_id(0)] *= s; }
-__kernel void fillpos(__global float* y, int pos) { int i = (int)get_global_id(0); y[i] = (float)(pos * 1000 + i); }
-)";
-
-struct Env {
-  Device dev;
-  encore::Program prog;
-  Kernel axpb, add, rev, addk, scalef, fillpos;
-  explicit Env(Device d) : dev(d), prog(d.compile(kSrc)) {
-    axpb = prog.kernel("axpb");
-    add = prog.kernel("add");
-    rev = prog.kernel("rev");
-    addk = prog.kernel("addk");
-    scalef = prog.kernel("scalef");
-    fillpos = prog.kernel("fillpos");
-  }
-};
-
-bool have_cl() {
-  static bool has = !Device::list().empty();
-  return has;
-}
-
-// One program per device for the whole file (PoCL compiles each new source in ~80 ms).
-Env& cl() {
-  static Env e(Device::open());
-  return e;
-}
-Env& null_env() {
-  static Env e(Device::open("NULL"));
-  return e;
-}
-
-#define NEED_CL() \
-  if (!have_cl()) { GTEST_SKIP() << "no OpenCL device"; }
-
-std::vector<float> seq(size_t n, float start, float step = 1.f) {
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = start + step * static_cast<float>(i);
-  return v;
-}
-
-Buffer make(const Device& d, const std::vector<float>& v) {
-  Buffer b = d.alloc<float>(v.size());
-  b.copyin(v);
-  return b;
-}
-
-std::vector<float> get(const Buffer& b) { return b.copyout<float>(); }
-
-bool contains(const std::string& s, const std::string& sub) { return s.find(sub) != std::string::npos; }
-
-// Runs f, expects a JitError whose message contains every string in `parts`.
-template <class F> void expect_jit_error(F&& f, std::initializer_list<std::string> parts) {
-  try {
-    f();
-    ADD_FAILURE() << "expected a JitError";
-  } catch (const JitError& e) {
-    for (const std::string& p : parts) EXPECT_TRUE(contains(e.what(), p)) << "message lacks \"" << p << "\": " << e.what();
-  }
-}
 
 // y = 2x + 1, then reversed (non-elementwise), then + k: two temporaries.
 auto basic_step(Env& e) {
@@ -102,6 +34,27 @@ auto basic_step(Env& e) {
     e.dev.launch(e.addk, {x.count()}, {}, y, 3);
     return y;
   };
+}
+
+// A decode loop of `calls` calls, each feeding the previous call's output back as the input: through
+// the jit from xj and eagerly through f from xe; replay must equal eager every call (and, with
+// check_inputs, the inputs must stay equal too). before(call) runs first in each call.
+template <class J, class F, class Before>
+void decode_loop(J& jit, F& f, Buffer& xj, Buffer& xe, int calls, bool check_inputs, Before before) {
+  for (int call = 0; call < calls; ++call) {
+    before(call);
+    if (::testing::Test::HasFatalFailure()) return;
+    Buffer yj = jit(xj), ye = f(xe);
+    ASSERT_EQ(get(yj), get(ye)) << "call " << call;
+    if (check_inputs) {
+      ASSERT_EQ(get(xj), get(xe)) << "call " << call;
+    }
+    xj = yj;
+    xe = ye;
+  }
+}
+template <class J, class F> void decode_loop(J& jit, F& f, Buffer& xj, Buffer& xe, int calls, bool check_inputs = false) {
+  decode_loop(jit, f, xj, xe, calls, check_inputs, [](int) {});
 }
 
 }  // namespace
@@ -266,13 +219,7 @@ TEST(TinyJitAliasing, DecodeLoopFeedsOutputBack) {
   };
   TinyJit jit(f, JitOptions{});
   Buffer xj = make(e.dev, seq(64, 0.f)), xe = make(e.dev, seq(64, 0.f));
-  for (int call = 0; call < 7; ++call) {
-    Buffer yj = jit(xj);
-    Buffer ye = f(xe);
-    ASSERT_EQ(get(yj), get(ye)) << "call " << call;
-    xj = yj;
-    xe = ye;
-  }
+  ASSERT_NO_FATAL_FAILURE(decode_loop(jit, f, xj, xe, 7));
   // host check of the closed form: after 7 calls (odd) the order is reversed, +7 everywhere
   std::vector<float> expect(64);
   for (int i = 0; i < 64; ++i) expect[i] = static_cast<float>(63 - i) + 7.f;
@@ -295,19 +242,14 @@ TEST(TinyJitAliasing, DecodeLoopWithTempsAndTwoReads) {
   };
   TinyJit jit(f, JitOptions{});
   Buffer xj = make(e.dev, seq(32, 1.f, 3.f)), xe = make(e.dev, seq(32, 1.f, 3.f));
-  for (int call = 0; call < 6; ++call) {
-    if (call == 3) {
-      // a non-aliasing input in between; it overwrites the returned buffer (xj is that buffer)
-      std::vector<float> keep = get(xj);
-      Buffer other = make(e.dev, seq(32, 5.f));
-      ASSERT_EQ(get(jit(other)), get(f(other)));
-      xj.copyin(keep);
-    }
-    Buffer yj = jit(xj), ye = f(xe);
-    ASSERT_EQ(get(yj), get(ye)) << "call " << call;
-    xj = yj;
-    xe = ye;
-  }
+  ASSERT_NO_FATAL_FAILURE(decode_loop(jit, f, xj, xe, 6, false, [&](int call) {
+    if (call != 3) return;
+    // a non-aliasing input in between; it overwrites the returned buffer (xj is that buffer)
+    std::vector<float> keep = get(xj);
+    Buffer other = make(e.dev, seq(32, 5.f));
+    ASSERT_EQ(get(jit(other)), get(f(other)));
+    xj.copyin(keep);
+  }));
 }
 
 // A step that writes its input and returns a fresh output: feeding the output back cannot be
@@ -336,13 +278,7 @@ TEST(TinyJitAliasing, WrittenInputThatIsOwnOutputIsRejectedClearly) {
   TinyJit fresh(f, o);
   Buffer xj = make(e.dev, seq(16, 0.f));
   xe = make(e.dev, seq(16, 0.f));
-  for (int call = 0; call < 5; ++call) {
-    Buffer yj = fresh(xj), ye = f(xe);
-    ASSERT_EQ(get(yj), get(ye)) << "call " << call;
-    ASSERT_EQ(get(xj), get(xe)) << "call " << call;
-    xj = yj;
-    xe = ye;
-  }
+  ASSERT_NO_FATAL_FAILURE(decode_loop(fresh, f, xj, xe, 5, true));
 }
 
 // An input that is closure state the step itself writes: the same buffer in eager and replay.
@@ -907,13 +843,9 @@ TEST(TinyJitAliasing, DecodeLoopWithVerifyAndFreeIntermediates) {
   o.verify = 4;
   TinyJit jit(f, o);
   Buffer xj = make(e.dev, seq(32, 1.f, 2.f)), xe = make(e.dev, seq(32, 1.f, 2.f));
-  for (int call = 0; call < 8; ++call) {
+  ASSERT_NO_FATAL_FAILURE(decode_loop(jit, f, xj, xe, 8, false, [&](int call) {
     if (call == 5) jit.unit().free_intermediates();
-    Buffer yj = jit(xj), ye = f(xe);
-    ASSERT_EQ(get(yj), get(ye)) << "call " << call;
-    xj = yj;
-    xe = ye;
-  }
+  }));
 }
 
 TEST(TinyJitValidation, VariableArgumentsMustMatchTheCapture) {

@@ -466,7 +466,8 @@ TEST(SignatureParser, MatchesOpenCL) {
   auto null_sigs = detail::parse_kernel_signatures(kAccessSrc);
   ASSERT_EQ(null_sigs.size(), 1u);
   const auto& np = null_sigs[0].params;
-  const auto& cp = cl.compile(kAccessSrc).kernel("acc_kinds").params();
+  Program prog = cl.compile(kAccessSrc);  // params() refers into the program: keep it alive
+  const auto& cp = prog.kernel("acc_kinds").params();
   ASSERT_EQ(np.size(), cp.size());
   for (size_t i = 0; i < np.size(); ++i) {
     SCOPED_TRACE(cp[i].name);

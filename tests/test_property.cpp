@@ -396,32 +396,8 @@ struct Builder {
     p.state_init.push_back(w);
     return p.state_vals.back();
   }
-  int temp(int count = -1) {
-    Value v;
-    v.count = count < 0 ? p.N : count;
-    p.values.push_back(v);
-    int id = static_cast<int>(p.values.size()) - 1;
-    Op op;
-    op.kind = Op::alloc;
-    op.v = id;
-    p.ops.push_back(op);
-    return id;
-  }
-  int view(int base, int off, int count) {
-    Value v;
-    v.src = Value::view;
-    v.base = base;
-    v.off = off;
-    v.count = count;
-    v.ty = p.values[static_cast<size_t>(base)].ty;
-    p.values.push_back(v);
-    int id = static_cast<int>(p.values.size()) - 1;
-    Op op;
-    op.kind = Op::view;
-    op.v = id;
-    p.ops.push_back(op);
-    return id;
-  }
+  int temp(int count = -1) { return p.add_temp(count < 0 ? p.N : count); }
+  int view(int base, int off, int count) { return p.add_view(base, off, count); }
   void k(KId k, std::vector<int> bufs, std::vector<encore::Access> acc = {}, float f0 = 0.5f, float f1 = 0.25f) {
     Op op;
     op.kind = Op::kernel;

@@ -22,7 +22,7 @@ namespace encore {
 struct UnitOptions {
   bool prune = true;           // drop one-time items from replay (DESIGN rule 2)
   bool plan = true;            // plan internal temporaries into one arena (rule 3)
-  bool batch = false;          // command buffers where offered (rule 5); off: slower on PoCL 3.1
+  bool batch = false;          // command-buffer batches (rule 5): not implemented yet, true is a JitError
   bool allow_copyout = false;  // permit copyout during capture (its value is frozen into the capture)
 };
 

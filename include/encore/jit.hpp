@@ -44,7 +44,7 @@ struct JitOptions {
   bool enabled = true;          // ENCORE_JIT=0: every call runs eagerly
   bool prune = true;
   bool plan = true;
-  bool batch = false;
+  bool batch = false;           // command-buffer batches: not implemented yet, true is a JitError at capture
   bool allow_copyout = false;   // copyout during capture is a JitError unless set
   bool fresh_outputs = false;   // replay returns new copies of the outputs
   int verify = 0;               // ENCORE_VERIFY=N: check the first N replays against eager runs

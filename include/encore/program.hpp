@@ -3,8 +3,9 @@
 //   encore::Program p = dev.compile("__kernel void add1(__global float* x) { x[get_global_id(0)] += 1; }");
 //   encore::Kernel k = p.kernel("add1");
 //   dev.launch(k, {1024}, {}, x);
-// Programs are cached in memory per (device, source, options) and on disk (ENCORE_CACHE, default
-// ~/.cache/encore, "0" disables). A build failure throws CompileError with the build log.
+// Programs are cached in memory per (device, source, options) while any handle to them (a Program,
+// a Kernel, a captured unit) lives, and on disk (ENCORE_CACHE, default ~/.cache/encore, "0"
+// disables). A build failure throws CompileError with the build log.
 #include <cstddef>
 #include <memory>
 #include <optional>

@@ -192,6 +192,33 @@ struct ENCORE_API Report {
 // Runs calls eagerly, then through TinyJit from the same initial state, compares, then times both.
 ENCORE_API Report run(const Workload& w, const Device& dev, const RunOptions& opt);
 
+// Saving a captured ExecutionUnit as a workload file, so a frame captured inside an engine can be
+// replayed and measured by encore-bench:
+//   encore::workload::save_workload(unit, "frame.json", {.name = "frame"});
+//   // writes frame.json and frame.data/*.bin (raw little-endian initial contents, referenced as
+//   // {"file": "frame.data/NAME.bin"}); then: encore-bench run frame.json --rotate 1
+// Mapping (one workload buffer per storage; views become {"buf", "offset", "count"} arguments):
+//  - each input slot -> role "input", initialised with the bytes of the input currently bound;
+//  - storages created in the capture and returned (the unit's outputs) -> "output";
+//  - internal storages (planned temps and other internal roots) -> "temp";
+//  - every other storage the items touch -> "state" (written by some item) or "const" (never
+//    written), initialised with its current bytes;
+//  - each upload (copyin during capture) -> a "const" buffer `uploadN` holding the snapshot plus a
+//    copy item into the destination;
+//  - a copy the format cannot express (a view on either side) -> a launch of a byte-copy kernel
+//    (program `encore_save`, kernel `encore_copy_bytes`), so every unit item is one step item;
+//  - variables -> "variables" with the unit's bounds and its current value as the only value.
+// Buffer access is always written explicitly (as captured). Throws WorkloadError (naming the step
+// item) for what the format cannot hold: scalar arguments of types other than i32/u32/i64/u64/
+// f32/f64, non-finite float scalars, size multipliers or offsets outside 32 bits, views whose
+// offset or length is not a whole number of the storage's elements, overlapping input slots.
+struct SaveOptions {
+  std::string name;            // the workload's name; empty: the file's stem
+  bool has_tolerance = false;  // write "tolerance" (rtol, atol)
+  double rtol = 0, atol = 0;
+};
+ENCORE_API void save_workload(const ExecutionUnit& unit, const std::filesystem::path& path, const SaveOptions& opt = {});
+
 // The encore-bench command line; returns the exit code (0 agree, 1 differ, 2 invalid/device error).
 // `adjust` (for tests) may change the run options after the command line is parsed.
 ENCORE_API int bench_main(int argc, const char* const* argv, const std::function<void(RunOptions&)>& adjust = {});

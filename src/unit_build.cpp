@@ -1,0 +1,297 @@
+// Building a unit from recorded items: which buffers are internal, inputs, planned temps or fixed
+// state; the one-time set (DESIGN rule 2); the arena plan (rule 3).
+#include <algorithm>
+#include <cstdio>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "encore/memory_planner.hpp"
+#include "prune.hpp"
+#include "unit_impl.hpp"
+
+namespace encore::detail {
+
+namespace {
+
+template <class F> void for_each_buffer(ExecItem& it, F&& f) {
+  if (it.dst) f(it.dst);
+  if (it.src) f(it.src);
+  for (Arg& a : it.args)
+    if (a.kind == Arg::Kind::buffer) f(a.buf);
+}
+
+struct ItemAccess {
+  uint32_t entry;
+  Access access;
+};
+
+}  // namespace
+
+std::vector<BufferImpl*> find_internal(const std::vector<ExecItem>& items, uint64_t capture_id) {
+  if (capture_id == 0) return {};
+  // Count the handles the items hold (by reference: a copy would change the counts).
+  std::unordered_map<BufferImpl*, std::pair<long, const std::shared_ptr<BufferImpl>*>> refs;
+  auto count = [&](const Buffer& b) {
+    if (!b) return;
+    auto& r = refs[b.impl()];
+    ++r.first;
+    r.second = &b.shared_impl();
+  };
+  for (const ExecItem& it : items) {
+    count(it.dst);
+    count(it.src);
+    for (const Arg& a : it.args)
+      if (a.kind == Arg::Kind::buffer) count(a.buf);
+  }
+  std::unordered_map<BufferImpl*, std::pair<long, const std::shared_ptr<BufferImpl>*>> view_refs;  // root -> views in items
+  for (auto& [impl, r] : refs)
+    if (impl->base) {
+      auto& v = view_refs[impl->base.get()];
+      ++v.first;
+      v.second = &impl->base;
+    }
+  std::unordered_set<BufferImpl*> external;
+  for (auto& [impl, r] : refs) {
+    long expected = r.first + (impl->base ? 0 : view_refs.count(impl) ? view_refs[impl].first : 0);
+    if (r.second->use_count() > expected) external.insert(impl->root());
+  }
+  for (auto& [root, v] : view_refs)
+    if (!refs.count(root) && v.second->use_count() > v.first) external.insert(root);
+  std::vector<BufferImpl*> out;
+  std::unordered_set<BufferImpl*> seen;
+  for (auto& [impl, r] : refs) {
+    BufferImpl* root = impl->root();
+    if (root->capture_id == capture_id && !external.count(root) && seen.insert(root).second) out.push_back(root);
+  }
+  return out;
+}
+
+std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vector<Buffer> outputs,
+                                    UnitOptions opt, std::vector<BufferImpl*> internal, std::vector<uint64_t> capture_ids) {
+  if (opt.batch)
+    throw JitError("UnitOptions::batch: replay as cl_khr_command_buffer batches is not implemented in this version "
+                   "(on PoCL 3.1 it measures slower than plain enqueues); leave batch off: replay uses in-order enqueues");
+  auto up = std::make_unique<UnitImpl>();
+  UnitImpl& u = *up;
+  u.opt = opt;
+  u.items = std::move(items);
+  u.inputs_captured = inputs;
+  u.inputs = std::move(inputs);
+  u.outputs = std::move(outputs);
+  const size_t n = u.items.size();
+  for (const Buffer& b : u.inputs_captured)
+    if (!b) throw JitError("input buffer is null");
+
+  // entries: one per distinct handle
+  std::unordered_map<BufferImpl*, uint32_t> entry_of;
+  std::vector<std::vector<ItemAccess>> acc(n);
+  auto entry = [&](const Buffer& b) {
+    auto [it, fresh] = entry_of.emplace(b.impl(), static_cast<uint32_t>(u.entries.size()));
+    if (fresh) {
+      Entry e;
+      e.captured = b;
+      e.current = b;
+      u.entries.push_back(std::move(e));
+    }
+    return it->second;
+  };
+  for (uint32_t i = 0; i < n; ++i) {
+    ExecItem& it = u.items[i];
+    switch (it.kind) {
+      case ItemKind::kernel:
+        for (const Arg& a : it.args)
+          if (a.kind == Arg::Kind::buffer) acc[i].push_back({entry(a.buf), a.access});
+        break;
+      case ItemKind::copy:
+        acc[i].push_back({entry(it.src), Access::in});
+        acc[i].push_back({entry(it.dst), Access::out});
+        break;
+      case ItemKind::upload: acc[i].push_back({entry(it.dst), Access::out}); break;
+    }
+  }
+
+  // inputs: an entry inside an input's bytes follows that input
+  u.slot_entries.resize(u.inputs_captured.size());
+  for (uint32_t ei = 0; ei < u.entries.size(); ++ei) {
+    Entry& e = u.entries[ei];
+    BufferImpl* b = e.captured.impl();
+    for (uint32_t s = 0; s < u.inputs_captured.size(); ++s) {
+      BufferImpl* in = u.inputs_captured[s].impl();
+      if (b->root() != in->root() || b->offset >= in->offset + in->nbytes || in->offset >= b->offset + b->nbytes) continue;
+      if (b->offset < in->offset || b->offset + b->nbytes > in->offset + in->nbytes)
+        throw JitError("the step uses " + e.captured.describe() + ", which lies partly inside input " + std::to_string(s) + " (" +
+                       u.inputs_captured[s].describe() + "): a buffer must lie wholly inside an input or outside all of them");
+      e.kind = Entry::Kind::input;
+      e.slot = s;
+      e.rel = b->offset - in->offset;
+      u.slot_entries[s].push_back(ei);
+      break;
+    }
+  }
+
+  // storages (roots) for pruning and planning
+  std::unordered_map<BufferImpl*, uint32_t> root_of;
+  std::vector<BufferImpl*> roots;
+  std::vector<uint32_t> entry_root(u.entries.size());
+  for (uint32_t ei = 0; ei < u.entries.size(); ++ei) {
+    BufferImpl* r = u.entries[ei].captured.impl()->root();
+    auto [it, fresh] = root_of.emplace(r, static_cast<uint32_t>(roots.size()));
+    if (fresh) roots.push_back(r);
+    entry_root[ei] = it->second;
+  }
+  auto is_fresh = [&](BufferImpl* r) {
+    return r->capture_id != 0 && std::find(capture_ids.begin(), capture_ids.end(), r->capture_id) != capture_ids.end();
+  };
+  std::vector<PruneItem> pitems(n);
+  std::vector<int64_t> first_use(roots.size(), -1);
+  std::vector<bool> touches_input(n, false);
+  for (uint32_t i = 0; i < n; ++i) {
+    for (const ItemAccess& a : acc[i]) {
+      uint32_t r = entry_root[a.entry];
+      BufferImpl* b = u.entries[a.entry].captured.impl();
+      bool read = has(a.access, Access::in), write = has(a.access, Access::out);
+      // storage allocated during the call: its first access is a pure write even when inout,
+      // since its earlier contents are undefined in eager execution too
+      if ((first_use[r] == -1 || first_use[r] == i) && is_fresh(roots[r]) && write) read = false;
+      if (first_use[r] == -1) first_use[r] = i;
+      pitems[i].accesses.push_back({r, b->offset, b->offset + b->nbytes, read, write});
+      if (u.entries[a.entry].kind == Entry::Kind::input) touches_input[i] = true;
+    }
+    pitems[i].volatile_ = touches_input[i] || u.items[i].uses_variables();
+  }
+  u.one_time = opt.prune ? one_time_items(pitems) : std::vector<bool>(n, false);
+
+  // planning: internal roots untouched by one-time items and cross-device copies, first written
+  std::vector<bool> plannable(roots.size(), false);
+  std::unordered_set<BufferImpl*> internal_set(internal.begin(), internal.end());
+  for (uint32_t r = 0; r < roots.size(); ++r) plannable[r] = opt.plan && internal_set.count(roots[r]);
+  std::vector<bool> first_read(roots.size(), false);
+  for (uint32_t i = 0; i < n; ++i) {
+    bool cross = u.items[i].kind == ItemKind::copy && u.items[i].dst.impl()->dev != u.items[i].src.impl()->dev;
+    for (size_t k = 0; k < acc[i].size(); ++k) {
+      uint32_t r = entry_root[acc[i][k].entry];
+      if (u.one_time[i] || cross) plannable[r] = false;
+      if (first_use[r] == i && pitems[i].accesses[k].read) plannable[r] = false;  // reads undefined bytes: keep as is
+    }
+  }
+  std::unordered_map<DeviceImpl*, std::vector<uint32_t>> temps_by_dev;
+  for (uint32_t r = 0; r < roots.size(); ++r)
+    if (plannable[r]) temps_by_dev[roots[r]->dev.get()].push_back(r);
+  std::vector<Buffer> placeholder(roots.size());
+  std::vector<std::pair<uint32_t, uint64_t>> root_place(roots.size());  // (arena, offset)
+  for (auto& [dev, temps] : temps_by_dev) {
+    std::vector<uint64_t> bytes;
+    std::vector<uint32_t> temp_of(roots.size(), UINT32_MAX);
+    for (uint32_t t = 0; t < temps.size(); ++t) {
+      temp_of[temps[t]] = t;
+      bytes.push_back(roots[temps[t]]->nbytes);
+    }
+    std::vector<TempUse> uses;
+    for (uint32_t i = 0; i < n; ++i)
+      for (const ItemAccess& a : acc[i])
+        if (uint32_t t = temp_of[entry_root[a.entry]]; t != UINT32_MAX) uses.push_back({i, t});
+    uint64_t align = dev->info.base_align_bytes;
+    MemoryPlan plan = plan_memory(bytes, uses, align);
+#ifndef NDEBUG
+    if (std::string why = check_plan(bytes, uses, align, plan); !why.empty()) throw Error("internal error: invalid memory plan: " + why);
+#endif
+    uint32_t arena = static_cast<uint32_t>(u.arenas.size());
+    u.arenas.push_back({roots[temps[0]]->dev, plan.arena_bytes, {}});
+    for (uint32_t t = 0; t < temps.size(); ++t) root_place[temps[t]] = {arena, plan.offsets[t]};
+    u.stats.temp_bytes_naive += plan.naive_bytes;
+    u.stats.temp_bytes_planned += plan.arena_bytes;
+    u.stats.temp_bytes_lower_bound += plan.lower_bound_bytes;
+    u.stats.planned_temps += temps.size();
+  }
+  // Planned temps: the items keep unallocated placeholders, so the capture's temporaries are freed.
+  std::unordered_map<BufferImpl*, Buffer> replacement;
+  for (uint32_t ei = 0; ei < u.entries.size(); ++ei) {
+    Entry& e = u.entries[ei];
+    uint32_t r = entry_root[ei];
+    if (!plannable[r]) continue;
+    BufferImpl* old = e.captured.impl();
+    if (!placeholder[r]) {
+      auto p = std::make_shared<BufferImpl>();
+      p->dev = roots[r]->dev;
+      p->dtype = roots[r]->dtype;
+      p->count = roots[r]->count;
+      p->nbytes = roots[r]->nbytes;
+      p->capture_id = roots[r]->capture_id;
+      p->name = roots[r]->name;
+      placeholder[r] = Buffer(std::move(p));
+    }
+    Buffer rep = old->base ? placeholder[r].view_as(old->dtype, old->offset, old->count) : placeholder[r];
+    replacement[old] = rep;
+    e.kind = Entry::Kind::planned;
+    u.planned.push_back({ei, {root_place[r].first, root_place[r].second + old->offset}});
+    e.captured = rep;
+    e.current = Buffer();
+  }
+  if (!replacement.empty()) {
+    for (ExecItem& it : u.items)
+      for_each_buffer(it, [&](Buffer& b) {
+        if (auto f = replacement.find(b.impl()); f != replacement.end()) b = f->second;
+      });
+    for (uint32_t r = 0; r < roots.size(); ++r)
+      if (plannable[r]) u.internal.push_back(placeholder[r].impl());
+  }
+  for (BufferImpl* r : internal)  // unplanned internal roots stay internal (alive through the items)
+    if (auto f = root_of.find(r); f != root_of.end() && !plannable[f->second]) u.internal.push_back(r);
+  // fresh outputs: outputs created during the capture (replay overwrites them in place)
+  for (const Buffer& o : u.outputs)
+    if (o && is_fresh(o.impl()->root())) u.fresh_output_roots.push_back(o.impl()->root());
+  // which input slots the step writes
+  u.slot_written.assign(u.inputs_captured.size(), false);
+  for (uint32_t i = 0; i < n; ++i)
+    for (const ItemAccess& a : acc[i])
+      if (u.entries[a.entry].kind == Entry::Kind::input && has(a.access, Access::out)) u.slot_written[u.entries[a.entry].slot] = true;
+  u.captured_overlap.assign(u.inputs_captured.size(), std::vector<uint8_t>(u.inputs_captured.size(), 0));
+  for (size_t i = 0; i < u.inputs_captured.size(); ++i)
+    for (size_t j = 0; j < u.inputs_captured.size(); ++j) u.captured_overlap[i][j] = u.inputs_captured[i].overlaps(u.inputs_captured[j]);
+  u.staging.resize(u.inputs_captured.size());
+  u.staged.assign(u.inputs_captured.size(), 0);
+
+  // variables, in order of first use
+  std::unordered_map<VarState*, uint32_t> var_of;
+  auto var_slot = [&](const Variable& v) {
+    auto [it, fresh] = var_of.emplace(v.state(), static_cast<uint32_t>(u.vars.size()));
+    if (fresh) {
+      u.vars.push_back(v);
+      u.var_i.push_back(v.value());
+      u.var_f.push_back(v.fvalue());
+    }
+    return it->second;
+  };
+  for (const ExecItem& it : u.items) {
+    if (it.kind != ItemKind::kernel) continue;
+    for (const Arg& a : it.args)
+      if (a.kind == Arg::Kind::variable) var_slot(*a.var);
+    for (uint8_t d = 0; d < it.global.n; ++d)
+      if (it.global.v[d].var()) var_slot(*it.global.v[d].var());
+    for (uint8_t d = 0; d < it.local.n; ++d)
+      if (it.local.v[d].var()) var_slot(*it.local.v[d].var());
+  }
+  u.var_uses.resize(u.vars.size());
+
+  std::unordered_set<DeviceImpl*> devs;
+  for (const ExecItem& it : u.items) {
+    auto d = it.kind == ItemKind::kernel ? it.kernel.impl()->program->dev : it.dst.impl()->dev;
+    if (devs.insert(d.get()).second) u.devices.push_back(d);
+  }
+
+  u.stats.items = n;
+  u.stats.items_pruned = static_cast<size_t>(std::count(u.one_time.begin(), u.one_time.end(), true));
+  u.stats.items_replayed = n - u.stats.items_pruned;
+  u.stats.inputs = u.inputs_captured.size();
+  u.stats.variables = u.vars.size();
+  u.stats.batches = 0;
+  if (debug_level() >= 1)
+    std::fprintf(stderr, "encore: captured %zu items: %zu pruned, %zu replayed; %zu inputs, %zu variables; temps %zu planned: %llu -> %llu bytes (lower bound %llu); batches %zu\n",
+                 n, u.stats.items_pruned, u.stats.items_replayed, u.stats.inputs, u.stats.variables, u.stats.planned_temps,
+                 static_cast<unsigned long long>(u.stats.temp_bytes_naive), static_cast<unsigned long long>(u.stats.temp_bytes_planned),
+                 static_cast<unsigned long long>(u.stats.temp_bytes_lower_bound), u.stats.batches);
+  bind_unit(u);
+  return up;
+}
+
+}  // namespace encore::detail

@@ -1,0 +1,85 @@
+#pragma once
+// Shared helpers for the capture/replay tests (test_jit, test_execution_unit, test_footguns,
+// test_alloc_free_replay): one small kernel library compiled once per device per process, the
+// OpenCL skip, host-side float vectors, and JitError message checks.
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "encore/encore.hpp"
+
+namespace encore_test {
+
+// Every kernel the capture/replay tests launch. No test depends on this exact text.
+inline constexpr const char* kJitSrc = R"(
+__kernel void axpb(__global const float* x, __global float* y, float a, float b) { size_t i = get_global_id(0); y[i] = a * x[i] + b; }
+__kernel void add(__global const float* a, __global const float* b, __global float* c) { size_t i = get_global_id(0); c[i] = a[i] + b[i]; }
+__kernel void rev(__global const float* x, __global float* y, int n) { int i = (int)get_global_id(0); y[i] = x[n - 1 - i]; }
+__kernel void addk(__global float* y, int k) { y[get_global_id(0)] += (float)k; }
+__kernel void scalef(__global float* y, float s) { y[get_global_id(0)] *= s; }
+__kernel void fillpos(__global float* y, int pos) { int i = (int)get_global_id(0); y[i] = (float)(pos * 1000 + i); }
+__kernel void accum(__global float* s, __global const float* x) { size_t i = get_global_id(0); s[i] += x[i]; }
+)";
+
+// A device with kJitSrc compiled on it and its kernels.
+struct Env {
+  encore::Device dev;
+  encore::Program prog;
+  encore::Kernel axpb, add, rev, addk, scalef, fillpos, accum;
+  explicit Env(encore::Device d)
+      : dev(d), prog(d.compile(kJitSrc)), axpb(prog.kernel("axpb")), add(prog.kernel("add")), rev(prog.kernel("rev")),
+        addk(prog.kernel("addk")), scalef(prog.kernel("scalef")), fillpos(prog.kernel("fillpos")),
+        accum(prog.kernel("accum")) {}
+};
+
+inline bool have_cl() {
+  static const bool has = !encore::Device::list().empty();
+  return has;
+}
+
+// One Env per device for the whole process (PoCL compiles each new source in ~80 ms).
+inline Env& cl() {
+  static Env e(encore::Device::open());
+  return e;
+}
+inline Env& null_env() {
+  static Env e(encore::Device::open("NULL"));
+  return e;
+}
+
+// start, start + step, ... (n values).
+inline std::vector<float> seq(size_t n, float start, float step = 1.f) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = start + step * static_cast<float>(i);
+  return v;
+}
+
+// A buffer on d holding v.
+inline encore::Buffer make(const encore::Device& d, const std::vector<float>& v) {
+  encore::Buffer b = d.alloc<float>(v.size());
+  b.copyin(v);
+  return b;
+}
+
+inline std::vector<float> get(const encore::Buffer& b) { return b.copyout<float>(); }
+
+inline bool contains(const std::string& s, const std::string& sub) { return s.find(sub) != std::string::npos; }
+
+// Runs f, expects a JitError whose message contains every string in `parts`.
+template <class F> void expect_jit_error(F&& f, std::initializer_list<std::string> parts) {
+  try {
+    f();
+    ADD_FAILURE() << "expected a JitError";
+  } catch (const encore::JitError& e) {
+    for (const std::string& p : parts) EXPECT_TRUE(contains(e.what(), p)) << "message lacks \"" << p << "\": " << e.what();
+  }
+}
+
+}  // namespace encore_test
+
+// Skips the test when there is no OpenCL device.
+#define NEED_CL() \
+  if (!::encore_test::have_cl()) { GTEST_SKIP() << "no OpenCL device"; }
