@@ -1,6 +1,8 @@
 // Binding a built unit (one kernel object per item, arguments set once) and replaying it with
 // only the changed arguments re-set: no allocation, lookup or compile on this path.
 #include <chrono>
+#include <map>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -104,10 +106,16 @@ void bind_unit(UnitImpl& u) {
       a.buf = Buffer(Device(a.dev), DType::u8, std::max<uint64_t>(a.bytes, 1));
       a.buf.impl()->ensure_allocated();
     }
+  // Temps placed at the same bytes share one view: each view is a sub-buffer, and PoCL's cost per
+  // enqueue grows with the number of sub-buffers of a parent (a 1000-kernel chain of temps planned
+  // into two slots would otherwise make 1000 sub-buffers of the arena).
+  std::map<std::tuple<uint32_t, uint64_t, DType, size_t>, Buffer> views;
   for (auto& [ei, place] : u.planned) {
     Entry& e = u.entries[ei];
     BufferImpl* c = e.captured.impl();
-    e.current = u.arenas[place.first].buf.view_as(c->dtype, place.second, c->count);
+    Buffer& v = views[{place.first, place.second, c->dtype, c->count}];
+    if (!v) v = u.arenas[place.first].buf.view_as(c->dtype, place.second, c->count);
+    e.current = v;
   }
   for (uint32_t s = 0; s < u.inputs.size(); ++s)
     for (uint32_t ei : u.slot_entries[s]) u.entries[ei].current = rebase(u.entries[ei], u.staged[s] ? u.staging[s] : u.inputs[s]);
