@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "encore/encore.hpp"
 #include "jit_env.hpp"
+#include "unit_impl.hpp"
 
 using encore::Buffer;
 using encore::Capture;
@@ -263,4 +265,30 @@ TEST(Capture, NullDeviceCopiesAndUploads) {
     unit.bind_input(0, xi)();
     ASSERT_EQ(get(out), seq(16, 10.f * i));
   }
+}
+
+// A chain of temps planned into a few arena slots uses one view (sub-buffer) per slot, not one
+// per temp: PoCL's cost per enqueue grows with the sub-buffers of a parent. Results stay exact.
+TEST(Capture, TempsAtTheSameBytesShareOneArenaView) {
+  Env& e = null_env();
+  Buffer x = make(e.dev, seq(64, 1.f));
+  Capture cap;
+  cap.add_input(x);
+  Buffer cur = x;
+  for (int i = 0; i < 50; ++i) {
+    Buffer y = e.dev.alloc<float>(64);
+    e.dev.launch(e.axpb, {64}, {}, cur, y, 1.0f, 1.0f);
+    cur = y;
+  }
+  Buffer out = e.dev.alloc<float>(64);
+  e.dev.copy(out, cur);
+  cur = Buffer();  // a handle still held would make the last temp external (unplanned)
+  cap.add_output(out);
+  ExecutionUnit unit = cap.end();
+  ASSERT_EQ(unit.stats().planned_temps, 50u);
+  unit();
+  std::set<encore::detail::BufferImpl*> views;
+  for (const encore::detail::Entry& en : encore::detail::UnitImpl::of(unit).entries)
+    if (en.kind == encore::detail::Entry::Kind::planned) views.insert(en.current.impl());
+  EXPECT_LE(views.size(), 3u) << "planned temps should share arena views per slot";
 }
