@@ -34,6 +34,16 @@ void* BufferImpl::handle() {
   return view_mem;
 }
 
+Buffer ViewCache::get(const Buffer& in, DType dtype, uint64_t rel, size_t count) {
+  if (rel == 0 && in.dtype() == dtype && in.count() == count) return in;
+  for (auto& [k, v] : slots)
+    if (k == in) return v;
+  Buffer v = in.view_as(dtype, rel, count);
+  slots[next] = {in, v};
+  next = (next + 1) % slots.size();
+  return v;
+}
+
 }  // namespace detail
 
 Buffer::Buffer(const Device& device, DType dtype, size_t count) {

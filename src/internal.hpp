@@ -131,6 +131,16 @@ struct BufferImpl {
   void bump() { root()->version.fetch_add(1, std::memory_order_relaxed); }
 };
 
+// Views of recently bound inputs at one place (`count` elements of `dtype` at byte `rel`), so a
+// replay that rotates among a few inputs allocates nothing once warm. The inputs are held, so a
+// freed input's address can never be mistaken for a new one.
+struct ViewCache {
+  std::array<std::pair<Buffer, Buffer>, 4> slots{};
+  uint32_t next = 0;
+  // `in` itself when the place is all of it, else a cached or new view of it.
+  Buffer get(const Buffer& in, DType dtype, uint64_t rel, size_t count);
+};
+
 struct ProgramImpl {
   std::shared_ptr<DeviceImpl> dev;
   std::string source, options;
@@ -195,3 +205,8 @@ void save_dirty_programs(DeviceImpl& d);
 // DEBUG=2 line for an item that just ran.
 void debug_print_item(const ExecItem& item, uint32_t dims, const size_t* gws, const size_t* lws, uint64_t device_ns, double host_us);
 }  // namespace encore::detail
+
+namespace encore::testing {
+// Kernel arguments set on NULL-device kernel objects so far (tests: replay re-sets only changes).
+ENCORE_API extern std::atomic<uint64_t> null_arg_sets;
+}  // namespace encore::testing

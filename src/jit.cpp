@@ -96,9 +96,7 @@ struct JitCore::State {
   struct OutSrc {
     int64_t slot = -1;
     size_t rel = 0;
-    bool whole = false;
-    std::array<std::pair<BufferImpl*, Buffer>, 4> views{};  // rebased views of recent inputs
-    uint32_t next = 0;
+    ViewCache views;  // the output as a view of recent inputs
   };
   std::vector<OutSrc> out_src;
   // verify mode
@@ -148,7 +146,6 @@ void JitCore::end_capture(const std::vector<Buffer>& outs) {
       auto& src = s_->out_src[k];
       src.slot = static_cast<int64_t>(s);
       src.rel = oi.offset - ii.offset;
-      src.whole = src.rel == 0 && oi.nbytes == ii.nbytes && oi.dtype == ii.dtype;
       input_outputs = true;
       break;
     }
@@ -208,15 +205,8 @@ void JitCore::replay() { unit(); }
 Buffer JitCore::output_now(size_t k) {
   State::OutSrc& src = s_->out_src[k];
   if (src.slot < 0) return outputs[k];
-  const Buffer& in = unit.input(static_cast<size_t>(src.slot));
-  if (src.whole) return in;
-  for (auto& [key, v] : src.views)
-    if (key == in.impl()) return v;
   const Buffer& o = outputs[k];
-  Buffer v = in.view_as(o.dtype(), src.rel, o.count());
-  src.views[src.next] = {in.impl(), v};
-  src.next = (src.next + 1) % static_cast<uint32_t>(src.views.size());
-  return v;
+  return src.views.get(unit.input(static_cast<size_t>(src.slot)), o.dtype(), src.rel, o.count());
 }
 
 void JitCore::verify_begin() {

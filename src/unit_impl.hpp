@@ -17,8 +17,7 @@ struct Entry {
   Buffer captured;        // as recorded (a placeholder for planned temps)
   Buffer current;         // what replay uses now
   std::vector<std::pair<uint32_t, uint32_t>> kernel_uses;  // (bound item, argument)
-  std::array<std::pair<BufferImpl*, Buffer>, 4> view_cache{};  // rebased views of recent inputs
-  uint32_t view_cache_next = 0;
+  ViewCache views;        // rebased views of recent inputs
 };
 
 struct SizeRef {

@@ -11,14 +11,13 @@
 
 namespace encore::detail {
 
+// Bound items are numbered replay items first, then one-time items.
+static BoundItem& bound_at(UnitImpl& u, uint32_t i) { return i < u.replay.size() ? u.replay[i] : u.once[i - u.replay.size()]; }
 
 void set_kernel_var(UnitImpl& u, const VarUse& use, uint32_t slot) {
   uint64_t bits = var_arg_bits(*u.vars[slot].state(), u.var_i[slot], u.var_f[slot], use.as);
-  BoundItem& b = use.bound < u.replay.size() ? u.replay[use.bound] : u.once[use.bound - u.replay.size()];
-  b.kernel->set_arg(use.arg, size(use.as), &bits);
+  bound_at(u, use.bound).kernel->set_arg(use.arg, size(use.as), &bits);
 }
-
-static BoundItem& bound_at(UnitImpl& u, uint32_t i) { return i < u.replay.size() ? u.replay[i] : u.once[i - u.replay.size()]; }
 
 // Re-point every kernel argument of entry e at its current buffer.
 static void refresh_entry(UnitImpl& u, Entry& e) {
@@ -27,17 +26,10 @@ static void refresh_entry(UnitImpl& u, Entry& e) {
   for (auto [bi, arg] : e.kernel_uses) bound_at(u, bi).kernel->set_buffer(arg, h);
 }
 
-// The buffer an input-derived entry uses for input buffer `in`: the input itself, or a rebased
-// view of it, cached so steady-state replays with rotating inputs allocate nothing.
+// The buffer an input-derived entry uses for input buffer `in`: the input itself, or a rebased view.
 static Buffer rebase(Entry& e, const Buffer& in) {
   BufferImpl* cap = e.captured.impl();
-  if (e.rel == 0 && cap->nbytes == in.nbytes() && cap->dtype == in.dtype()) return in;
-  for (auto& [k, v] : e.view_cache)
-    if (k == in.impl()) return v;
-  Buffer v = in.view_as(cap->dtype, e.rel, cap->count);
-  e.view_cache[e.view_cache_next] = {in.impl(), v};
-  e.view_cache_next = (e.view_cache_next + 1) % e.view_cache.size();
-  return v;
+  return e.views.get(in, cap->dtype, e.rel, cap->count);
 }
 
 void set_slot_buffer(UnitImpl& u, uint32_t slot, const Buffer& b) {

@@ -174,6 +174,9 @@ class ENCORE_API JitCore {
 
 }  // namespace detail
 
+// An eager whole-buffer copy on dst's device (fresh_outputs).
+ENCORE_API void copy_buffer_eager(const Buffer& dst, const Buffer& src);
+
 template <class F> class TinyJit {
  public:
   explicit TinyJit(F fn, JitOptions opt = JitOptions::from_env()) : fn_(std::move(fn)), core_(opt) {}
@@ -263,14 +266,13 @@ template <class F> class TinyJit {
     if (core_.opt.fresh_outputs) {
       auto copy = [](const Buffer& b) {
         Buffer c(b.device(), b.dtype(), b.count());
-        copy_buffer(c, b);
+        copy_buffer_eager(c, b);
         return c;
       };
       return detail::map_outputs(r, copy);
     }
     return r;
   }
-  static void copy_buffer(const Buffer& dst, const Buffer& src);
 
   F fn_;
   detail::JitCore core_;
@@ -278,7 +280,5 @@ template <class F> class TinyJit {
   std::any result_, captured_;  // the capture's outputs; captured_ kept when some are inputs
 };
 
-ENCORE_API void copy_buffer_eager(const Buffer& dst, const Buffer& src);
-template <class F> void TinyJit<F>::copy_buffer(const Buffer& dst, const Buffer& src) { copy_buffer_eager(dst, src); }
 
 }  // namespace encore

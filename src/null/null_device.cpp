@@ -1,18 +1,24 @@
 // The NULL device: buffers in host memory, copies and transfers work, kernel launches do nothing.
 // It measures encore's own overhead; programs are "built" by reading their kernel signatures.
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
 #include "internal.hpp"
 
+namespace encore::testing {
+std::atomic<uint64_t> null_arg_sets{0};
+}
+
 namespace encore::detail {
 
 namespace {
 
+// Counts argument sets, so tests can check that replay re-sets only what changed.
 struct NullKernel final : BackendKernel {
-  void set_arg(uint32_t, size_t, const void*) override {}
-  void set_buffer(uint32_t, void*) override {}
-  void set_local(uint32_t, size_t) override {}
+  void set_arg(uint32_t, size_t, const void*) override { ++testing::null_arg_sets; }
+  void set_buffer(uint32_t, void*) override { ++testing::null_arg_sets; }
+  void set_local(uint32_t, size_t) override { ++testing::null_arg_sets; }
 };
 
 struct NullProgram final : BackendProgram {
