@@ -72,6 +72,20 @@ size_t ExecutionUnit::variable_slot(const Variable& v) const {
   throw JitError("variable \"" + v.name() + "\" is not used by the unit's items");
 }
 
+BoundVar ExecutionUnit::variable_value(size_t slot) const {
+  const Variable& v = variable(slot);
+  return BoundVar{v, impl_->var_i[slot], impl_->var_f[slot]};
+}
+const std::vector<Buffer>& ExecutionUnit::outputs() const { return need(impl_).outputs; }
+bool ExecutionUnit::is_internal(const Buffer& b) const {
+  UnitImpl& u = need(impl_);
+  return b && std::find(u.internal.begin(), u.internal.end(), b.impl()->root()) != u.internal.end();
+}
+bool ExecutionUnit::is_fresh_output(const Buffer& b) const {
+  UnitImpl& u = need(impl_);
+  return b && std::find(u.fresh_output_roots.begin(), u.fresh_output_roots.end(), b.impl()->root()) != u.fresh_output_roots.end();
+}
+
 ExecutionUnit& ExecutionUnit::bind_input(size_t slot, const Buffer& b) {
   UnitImpl& u = need(impl_);
   if (slot >= u.inputs.size())

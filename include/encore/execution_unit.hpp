@@ -58,6 +58,15 @@ class ENCORE_API ExecutionUnit {
   const Variable& variable(size_t slot) const;
   // Slot of a variable the items use; JitError when they do not use it.
   size_t variable_slot(const Variable& v) const;
+  // The value bound now for variable `slot` (what the next run uses).
+  BoundVar variable_value(size_t slot) const;
+  // Buffers handed out to the caller at capture (never planned).
+  const std::vector<Buffer>& outputs() const;
+  // Whether b's storage is internal to the step: created during the capture and referred to by
+  // nothing outside the recorded items (planned temporaries and unplanned internal buffers).
+  bool is_internal(const Buffer& b) const;
+  // Whether b's storage is an output created during the capture (replay overwrites it in place).
+  bool is_fresh_output(const Buffer& b) const;
 
   // Hot path: swap an input (same dtype, count, device; JitError otherwise) / set a variable.
   ExecutionUnit& bind_input(size_t slot, const Buffer& b);
