@@ -39,8 +39,12 @@ Buffer ViewCache::get(const Buffer& in, DType dtype, uint64_t rel, size_t count)
   for (auto& [k, v] : slots)
     if (k == in) return v;
   Buffer v = in.view_as(dtype, rel, count);
-  slots[next] = {in, v};
-  next = (next + 1) % slots.size();
+  if (slots.size() < kMax) {
+    slots.emplace_back(in, v);
+  } else {
+    slots[next] = {in, v};
+    next = static_cast<uint32_t>((next + 1) % kMax);
+  }
   return v;
 }
 

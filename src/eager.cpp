@@ -3,8 +3,8 @@
 #include <limits>
 
 #include "encore/device.hpp"
-#include "encore/jit.hpp"
-#include "internal.hpp"
+#include "encore/error.hpp"
+#include "enqueue.hpp"
 
 namespace encore {
 
@@ -38,46 +38,6 @@ uint64_t var_arg_bits(const VarState& v, int64_t iv, double fv, DType as) {
   return bits;
 }
 
-void choose_local(uint32_t dims, const size_t* gws, size_t max_wg, size_t* lws) {
-  static constexpr size_t kSet[] = {256, 128, 64, 32, 16, 8, 4, 2, 1};
-  for (uint32_t d = 0; d < dims; ++d) lws[d] = 1;
-  for (size_t l : kSet)
-    if (l <= max_wg && gws[0] % l == 0) {
-      lws[0] = l;
-      break;
-    }
-}
-
-bool check_launch(uint32_t dims, const size_t* gws, const size_t* lws, const char* what) {
-  bool empty = false;
-  for (uint32_t d = 0; d < dims; ++d) {
-    if (gws[d] == 0) empty = true;
-    else if (lws[d] == 0 || gws[d] % lws[d] != 0)
-      throw ArgumentError(std::string(what) + ": global size " + std::to_string(gws[d]) + " in dimension " + std::to_string(d) +
-                          " is not a multiple of the local size " + std::to_string(lws[d]));
-  }
-  return !empty;
-}
-
-bool eval_launch(const Sizes& global, const Sizes& local, size_t max_wg, uint32_t* dims, size_t* gws, size_t* lws) {
-  *dims = global.n;
-  for (uint8_t d = 0; d < global.n; ++d) {
-    int64_t g = global.v[d].eval();
-    if (g < 0) throw ArgumentError("launch: global size " + std::to_string(g) + " in dimension " + std::to_string(d) + " is negative");
-    gws[d] = static_cast<size_t>(g);
-  }
-  if (local.empty()) {
-    choose_local(*dims, gws, max_wg, lws);
-  } else {
-    for (uint8_t d = 0; d < local.n; ++d) {
-      int64_t l = local.v[d].eval();
-      if (l <= 0) throw ArgumentError("launch: local size " + std::to_string(l) + " in dimension " + std::to_string(d) + " must be positive");
-      lws[d] = static_cast<size_t>(l);
-    }
-  }
-  return check_launch(*dims, gws, lws, "launch");
-}
-
 void save_dirty_programs(DeviceImpl& d) {
   if (!d.programs_dirty.exchange(false)) return;
   std::lock_guard<std::mutex> lock(d.programs_mu);
@@ -90,22 +50,22 @@ static void eager_copy(const Buffer& dst, const Buffer& src) {
   BufferImpl& s = *src.impl();
   d.ensure_allocated();
   s.ensure_allocated();
-  if (d.dev == s.dev) {
-    d.dev->copy(d.root()->mem, d.offset, s.root()->mem, s.offset, d.nbytes);
-  } else if (!d.dev->copy_from(*s.dev, d.root()->mem, d.offset, s.root()->mem, s.offset, d.nbytes)) {
-    std::vector<unsigned char> staging(d.nbytes);  // different platforms: through the host
-    s.dev->read(s.root()->mem, s.offset, staging.data(), staging.size());
-    d.dev->write(d.root()->mem, d.offset, staging.data(), staging.size(), true);
-  }
+  enqueue_copy(d, s, d.nbytes, nullptr);
   d.bump();
 }
 
 // Sets the arguments on the kernel's eager object and enqueues it; bumps what it writes. False when
 // the launch was empty (a zero global size): nothing ran. dims/gws/lws/ns report what ran.
 static bool run_kernel_eager(KernelImpl& k, const std::vector<Arg>& args, const Sizes& global, const Sizes& local,
-                             uint32_t& dims, size_t* gws, size_t* lws, uint64_t* ns) {
+                             LaunchDims& ld, uint64_t* ns) {
   DeviceImpl& dev = *k.program->dev;
-  if (!eval_launch(global, local, dev.info.max_work_group_size, &dims, gws, lws)) return false;
+  int64_t g[3], l[3];
+  for (uint8_t d = 0; d < global.n; ++d) g[d] = global.v[d].eval();
+  for (uint8_t d = 0; d < local.n; ++d) l[d] = local.v[d].eval();
+  resolve_launch(global.n, g, local.empty() ? nullptr : l, max_group_size(dev, *k.eager), ld, "launch");
+  if (ld.empty) return false;
+  const uint32_t dims = ld.dims;
+  const size_t* lws = ld.lws;
   {
     std::lock_guard<std::mutex> lock(k.mu);
     BackendKernel& bk = *k.eager;
@@ -117,13 +77,14 @@ static bool run_kernel_eager(KernelImpl& k, const std::vector<Arg>& args, const 
         case Arg::Kind::local: bk.set_local(i, a.local_bytes); break;
         case Arg::Kind::variable: {
           const VarState& v = *a.var->state();
-          uint64_t bits = var_arg_bits(v, v.i.load(std::memory_order_relaxed), v.f.load(std::memory_order_relaxed), a.dtype);
+          VarValue val = var_value(v);
+          uint64_t bits = var_arg_bits(v, val.i, val.f, a.dtype);
           bk.set_arg(i, size(a.dtype), &bits);
           break;
         }
       }
     }
-    dev.launch(bk, dims, gws, lws, ns);
+    enqueue_launch(dev, bk, ld, ns);
     std::array<size_t, 4> cfg{dims, lws[0], dims > 1 ? lws[1] : 0, dims > 2 ? lws[2] : 0};
     bool seen = false;
     for (const auto& c : k.seen_configs) seen = seen || c == cfg;
@@ -150,19 +111,17 @@ void run_item_eager(const ExecItem& item) {
     case ItemKind::upload: {
       BufferImpl& d = *item.dst.impl();
       d.ensure_allocated();
-      d.dev->write(d.root()->mem, d.offset, item.data->data(), d.nbytes, true);
+      enqueue_upload(d, item.data->data(), d.nbytes, true);
       d.bump();
       return;
     }
     case ItemKind::kernel: break;
   }
-  uint32_t dims = 0;
-  size_t gws[3], lws[3];
+  LaunchDims ld;
   uint64_t ns = 0;
-  if (!run_kernel_eager(*item.kernel.impl(), item.args, item.global, item.local, dims, gws, lws, debug_level() >= 2 ? &ns : nullptr))
-    return;
+  if (!run_kernel_eager(*item.kernel.impl(), item.args, item.global, item.local, ld, debug_level() >= 2 ? &ns : nullptr)) return;
   if (debug_level() >= 2)
-    debug_print_item(item, dims, gws, lws, ns, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    debug_print_item(item, ld.dims, ld.gws, ld.lws, ns, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
 }
 
 }  // namespace detail
@@ -214,9 +173,8 @@ void Device::launch_args(const Kernel& k, const Sizes& global, const Sizes& loca
   }
   if (!current_recorder() && debug_level() < 2) {
     // the common eager case: run straight from the arguments, no ExecItem to build and destroy
-    uint32_t dims = 0;
-    size_t gws[3], lws[3];
-    run_kernel_eager(ki, args, global, local, dims, gws, lws, nullptr);
+    LaunchDims ld;
+    run_kernel_eager(ki, args, global, local, ld, nullptr);
     return;
   }
   ExecItem item;
@@ -259,8 +217,6 @@ void Device::run(const ExecItem& item) const {
   }
 }
 
-void copy_buffer_eager(const Buffer& dst, const Buffer& src) { dst.device().copy(dst, src); }
-
 void Buffer::copyin_bytes(const void* src, size_t n) const {
   if (!impl_) throw ArgumentError("copyin: null buffer");
   if (n != impl_->nbytes)
@@ -277,7 +233,7 @@ void Buffer::copyin_bytes(const void* src, size_t n) const {
     return;
   }
   impl_->ensure_allocated();
-  impl_->dev->write(impl_->root()->mem, impl_->offset, src, n, true);
+  enqueue_upload(*impl_, static_cast<const unsigned char*>(src), n, true);
   impl_->bump();
 }
 
@@ -295,7 +251,7 @@ void Buffer::copyout_bytes(void* dst, size_t n) const {
 }
 
 void run_schedule(std::span<const ExecItem> items, const std::map<Buffer, Buffer>& buffer_map, std::span<const BoundVar> var_vals) {
-  for (const BoundVar& v : var_vals) v.var.is_float() ? (void)v.var.bind(v.f) : (void)v.var.bind(v.i);
+  VarScope scope(var_vals);
   auto map = [&](const Buffer& b) {
     if (!b) return b;
     if (auto it = buffer_map.find(b); it != buffer_map.end()) return it->second;

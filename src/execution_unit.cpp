@@ -1,20 +1,59 @@
-// ExecutionUnit's public API over UnitImpl (unit_build.cpp builds it, unit_replay.cpp runs it).
+// ExecutionUnit's public API over UnitImpl (src/unit/: plan.cpp plans, binding.cpp binds,
+// replay.cpp runs).
 #include "encore/execution_unit.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <string>
 
-#include "unit_impl.hpp"
+#include "unit/unit.hpp"
 
 namespace encore {
 
 using namespace detail;
 
+namespace detail {
+
+std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vector<Buffer> outputs,
+                                    UnitOptions opt, std::vector<BufferImpl*> internal, const std::vector<uint64_t>& capture_ids) {
+  auto up = std::make_unique<UnitImpl>();
+  UnitImpl& u = *up;
+  u.plan = make_plan(std::move(items), std::move(inputs), std::move(outputs), opt, std::move(internal), capture_ids);
+  const Plan& p = u.plan;
+  u.inputs = p.inputs;
+  u.views.resize(p.entries.size());
+  u.slot_changed.assign(p.inputs.size(), 0);
+  u.staging.resize(p.inputs.size());
+  u.staged.assign(p.inputs.size(), 0);
+  u.vars = p.var_init;
+  // the captured inputs may themselves be fresh outputs of an earlier unit: checked like any binding
+  for (uint32_t s = 0; s < p.inputs.size(); ++s) {
+    u.changed_slots.push_back(s);
+    u.slot_changed[s] = 1;
+  }
+  if (debug_level() >= 1) {
+    const UnitStats& st = p.stats;
+    std::fprintf(stderr,
+                 "encore: captured %zu items: %zu pruned, %zu replayed; %zu inputs, %zu variables; temps %zu planned: %llu -> %llu bytes "
+                 "(lower bound %llu); batches %zu\n",
+                 st.items, st.items_pruned, st.items_replayed, st.inputs, st.variables, st.planned_temps,
+                 static_cast<unsigned long long>(st.temp_bytes_naive), static_cast<unsigned long long>(st.temp_bytes_planned),
+                 static_cast<unsigned long long>(st.temp_bytes_lower_bound), st.batches);
+    for (const std::string& note : p.keep_notes) std::fprintf(stderr, "encore:   kept %s\n", note.c_str());
+  }
+  bind_unit(u);
+  return up;
+}
+
+std::vector<Buffer> unit_state_storages(const ExecutionUnit& unit) { return UnitImpl::of(unit).plan.state_storages(); }
+
+}  // namespace detail
 
 ExecutionUnit::ExecutionUnit() = default;
 ExecutionUnit::~ExecutionUnit() {
   if (impl_)
-    for (auto& d : impl_->devices) try {
+    for (auto& d : impl_->plan.devices) try {
         d->finish();  // pending uploads read the unit's snapshots
       } catch (...) {
       }
@@ -46,45 +85,39 @@ ExecutionUnit detail::UnitAccess::wrap(std::unique_ptr<UnitImpl> p) {
   return u;
 }
 
-const std::vector<ExecItem>& ExecutionUnit::items() const { return need(impl_).items; }
-std::vector<bool> ExecutionUnit::one_time() const { return need(impl_).one_time; }
-const UnitStats& ExecutionUnit::stats() const { return need(impl_).stats; }
+const std::vector<ExecItem>& ExecutionUnit::items() const { return need(impl_).plan.items; }
+std::vector<bool> ExecutionUnit::one_time() const { return need(impl_).plan.one_time; }
+const UnitStats& ExecutionUnit::stats() const { return need(impl_).plan.stats; }
 size_t ExecutionUnit::num_inputs() const { return need(impl_).inputs.size(); }
 const Buffer& ExecutionUnit::captured_input(size_t slot) const {
   UnitImpl& u = need(impl_);
   if (slot >= u.inputs.size()) throw JitError("input slot " + std::to_string(slot) + " out of range (unit has " + std::to_string(u.inputs.size()) + ")");
-  return u.inputs_captured[slot];
+  return u.plan.inputs[slot];
 }
 const Buffer& ExecutionUnit::input(size_t slot) const {
   captured_input(slot);
   return impl_->inputs[slot];
 }
-size_t ExecutionUnit::num_variables() const { return need(impl_).vars.size(); }
+size_t ExecutionUnit::num_variables() const { return need(impl_).plan.vars.size(); }
 const Variable& ExecutionUnit::variable(size_t slot) const {
   UnitImpl& u = need(impl_);
-  if (slot >= u.vars.size()) throw JitError("variable slot " + std::to_string(slot) + " out of range (unit has " + std::to_string(u.vars.size()) + ")");
-  return u.vars[slot];
+  if (slot >= u.plan.vars.size())
+    throw JitError("variable slot " + std::to_string(slot) + " out of range (unit has " + std::to_string(u.plan.vars.size()) + ")");
+  return u.plan.vars[slot];
 }
 size_t ExecutionUnit::variable_slot(const Variable& v) const {
   UnitImpl& u = need(impl_);
-  for (size_t i = 0; i < u.vars.size(); ++i)
-    if (u.vars[i] == v) return i;
+  for (size_t i = 0; i < u.plan.vars.size(); ++i)
+    if (u.plan.vars[i] == v) return i;
   throw JitError("variable \"" + v.name() + "\" is not used by the unit's items");
 }
-
 BoundVar ExecutionUnit::variable_value(size_t slot) const {
   const Variable& v = variable(slot);
-  return BoundVar{v, impl_->var_i[slot], impl_->var_f[slot]};
+  return BoundVar{v, impl_->vars[slot].i, impl_->vars[slot].f};
 }
-const std::vector<Buffer>& ExecutionUnit::outputs() const { return need(impl_).outputs; }
-bool ExecutionUnit::is_internal(const Buffer& b) const {
-  UnitImpl& u = need(impl_);
-  return b && std::find(u.internal.begin(), u.internal.end(), b.impl()->root()) != u.internal.end();
-}
-bool ExecutionUnit::is_fresh_output(const Buffer& b) const {
-  UnitImpl& u = need(impl_);
-  return b && std::find(u.fresh_output_roots.begin(), u.fresh_output_roots.end(), b.impl()->root()) != u.fresh_output_roots.end();
-}
+const std::vector<Buffer>& ExecutionUnit::outputs() const { return need(impl_).plan.outputs; }
+bool ExecutionUnit::is_internal(const Buffer& b) const { return b && need(impl_).plan.is_internal(b.impl()->root()); }
+bool ExecutionUnit::is_fresh_output(const Buffer& b) const { return b && need(impl_).plan.is_fresh_output(b.impl()->root()); }
 
 ExecutionUnit& ExecutionUnit::bind_input(size_t slot, const Buffer& b) {
   UnitImpl& u = need(impl_);
@@ -92,16 +125,18 @@ ExecutionUnit& ExecutionUnit::bind_input(size_t slot, const Buffer& b) {
     throw JitError("input slot " + std::to_string(slot) + " out of range: the capture has " + std::to_string(u.inputs.size()) + " inputs");
   if (!b) throw JitError("input " + std::to_string(slot) + ": null buffer");
   if (b.impl() == u.inputs[slot].impl()) return *this;
-  const Buffer& c = u.inputs_captured[slot];
+  const Buffer& c = u.plan.inputs[slot];
   BufferImpl& bi = *b.impl();
   BufferImpl& ci = *c.impl();
   if (bi.dtype != ci.dtype || bi.count != ci.count || bi.dev != ci.dev)
     throw JitError("input " + std::to_string(slot) + ": captured " + c.describe() + ", given " + b.describe() +
                    (bi.dev != ci.dev ? " (different device)" : bi.dtype != ci.dtype ? " (different dtype)" : " (different element count)"));
+  bi.ensure_allocated();
   u.inputs[slot] = b;
-  u.inputs_changed = true;
-  u.staged[slot] = 0;
-  if (u.bound) set_slot_buffer(u, static_cast<uint32_t>(slot), b);
+  if (!u.slot_changed[slot]) {
+    u.slot_changed[slot] = 1;
+    u.changed_slots.push_back(static_cast<uint32_t>(slot));  // reserved: no allocation once warm
+  }
   return *this;
 }
 
@@ -112,19 +147,8 @@ ExecutionUnit& ExecutionUnit::bind_var(size_t slot, int64_t value) {
   if (value < v.min() || value > v.max())
     throw JitError("variable \"" + v.name() + "\" = " + std::to_string(value) + " is outside its bounds [" + std::to_string(v.min()) + ", " +
                    std::to_string(v.max()) + "]");
-  if (u.var_i[slot] == value) return *this;
-  int64_t old = u.var_i[slot];
-  u.var_i[slot] = value;
-  u.var_f[slot] = static_cast<double>(value);
-  try {
-    if (u.bound)
-      for (const VarUse& use : u.var_uses[slot]) set_kernel_var(u, use, static_cast<uint32_t>(slot));
-  } catch (...) {
-    u.var_i[slot] = old;
-    u.var_f[slot] = static_cast<double>(old);
-    for (const VarUse& use : u.var_uses[slot]) set_kernel_var(u, use, static_cast<uint32_t>(slot));
-    throw;
-  }
+  if (u.vars[slot].i == value) return *this;
+  set_var(u, static_cast<uint32_t>(slot), {value, static_cast<double>(value)});
   return *this;
 }
 
@@ -132,15 +156,13 @@ ExecutionUnit& ExecutionUnit::bind_var_f(size_t slot, double value) {
   UnitImpl& u = need(impl_);
   const Variable& v = variable(slot);
   if (!v.is_float()) {
-    if (value != static_cast<double>(static_cast<int64_t>(value))) throw JitError("variable \"" + v.name() + "\" is an integer variable");
+    if (!(value >= -9.2e18 && value <= 9.2e18) || value != static_cast<double>(static_cast<int64_t>(value)))
+      throw JitError("variable \"" + v.name() + "\" is an integer variable; got " + std::to_string(value));
     return bind_var(slot, static_cast<int64_t>(value));
   }
   if (!(value >= v.fmin() && value <= v.fmax())) throw JitError("variable \"" + v.name() + "\" = " + std::to_string(value) + " is outside its bounds");
-  if (u.var_f[slot] == value) return *this;
-  u.var_f[slot] = value;
-  u.var_i[slot] = static_cast<int64_t>(value);
-  if (u.bound)
-    for (const VarUse& use : u.var_uses[slot]) set_kernel_var(u, use, static_cast<uint32_t>(slot));
+  if (u.vars[slot].f == value) return *this;
+  set_var(u, static_cast<uint32_t>(slot), {0, value});
   return *this;
 }
 
@@ -153,8 +175,8 @@ ExecutionUnit& ExecutionUnit::update(const std::map<Buffer, Buffer>& buffers, st
   UnitImpl& u = need(impl_);
   for (const auto& [from, to] : buffers) {
     size_t slot = SIZE_MAX;
-    for (size_t s = 0; s < u.inputs_captured.size() && slot == SIZE_MAX; ++s)
-      if (u.inputs_captured[s] == from) slot = s;
+    for (size_t s = 0; s < u.plan.inputs.size() && slot == SIZE_MAX; ++s)
+      if (u.plan.inputs[s] == from) slot = s;
     if (slot == SIZE_MAX) throw JitError("update: " + from.describe() + " is not an input of this unit");
     bind_input(slot, to);
   }
@@ -164,22 +186,37 @@ ExecutionUnit& ExecutionUnit::update(const std::map<Buffer, Buffer>& buffers, st
 
 void ExecutionUnit::operator()() { run_unit(need(impl_)); }
 
+bool ExecutionUnit::times_on_device() const {
+  UnitImpl& u = need(impl_);
+  for (auto& d : u.plan.devices)
+    if (!d->profiling) return false;
+  return !u.plan.devices.empty();
+}
+
 double ExecutionUnit::run_and_wait() {
   UnitImpl& u = need(impl_);
-  for (auto& d : u.devices) d->finish();
+  auto& devs = u.plan.devices;
+  if (devs.size() == 1 && devs[0]->profiling) {
+    uint64_t t0 = 0, t1 = 0;
+    if (devs[0]->device_clock(&t0)) {
+      run_unit(u);
+      if (devs[0]->device_clock(&t1)) return static_cast<double>(t1 - t0) * 1e-9;
+    }
+  }
+  for (auto& d : devs) d->finish();
   auto t0 = std::chrono::steady_clock::now();
   run_unit(u);
-  for (auto& d : u.devices) d->finish();
+  for (auto& d : devs) d->finish();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 ExecutionUnit ExecutionUnit::operator+(const ExecutionUnit& o) const {
-  UnitImpl& a = need(impl_);
-  UnitImpl& b = need(o.impl_);
+  const Plan& a = need(impl_).plan;
+  const Plan& b = need(o.impl_).plan;
   std::vector<ExecItem> items = a.items;
   items.insert(items.end(), b.items.begin(), b.items.end());
-  std::vector<Buffer> inputs = a.inputs_captured;
-  for (const Buffer& x : b.inputs_captured)
+  std::vector<Buffer> inputs = a.inputs;
+  for (const Buffer& x : b.inputs)
     if (std::find(inputs.begin(), inputs.end(), x) == inputs.end()) inputs.push_back(x);
   std::vector<Buffer> outputs = a.outputs;
   outputs.insert(outputs.end(), b.outputs.begin(), b.outputs.end());
@@ -190,19 +227,14 @@ ExecutionUnit ExecutionUnit::operator+(const ExecutionUnit& o) const {
   for (const Buffer& x : outputs)
     if (x) ids.push_back(x.impl()->root()->capture_id);
   ExecutionUnit r;
-  r.impl_ = make_unit(std::move(items), std::move(inputs), std::move(outputs), a.opt, std::move(internal), std::move(ids));
+  r.impl_ = make_unit(std::move(items), std::move(inputs), std::move(outputs), a.opt, std::move(internal), ids);
   return r;
 }
 
 void ExecutionUnit::free_intermediates() {
   UnitImpl& u = need(impl_);
-  for (auto& d : u.devices) d->finish();
-  u.bound = false;
-  u.replay.clear();
-  u.once.clear();
-  for (auto& [ei, place] : u.planned) u.entries[ei].current = Buffer();
-  for (auto& a : u.arenas) a.buf = Buffer();
-  for (Entry& e : u.entries) e.kernel_uses.clear();
+  for (auto& d : u.plan.devices) d->finish();
+  u.bound.reset();
 }
 
 }  // namespace encore

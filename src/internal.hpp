@@ -4,6 +4,7 @@
 #include <array>
 #include <atomic>
 #include <optional>
+#include <span>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -24,9 +25,18 @@ struct VarState {
   VarType type = VarType::i64;
   int64_t min = 0, max = 0;
   double fmin = 0, fmax = 0;
-  std::atomic<int64_t> i{0};
-  std::atomic<double> f{0};
+  int64_t init_i = 0;  // the value before any binding
+  double init_f = 0;
 };
+
+// The values eager work on this thread sees for a variable (Variable's rule: the innermost TinyJit
+// call's BoundVars, else this thread's last bind(), else the initial value).
+struct VarValue {
+  int64_t i = 0;
+  double f = 0;
+};
+VarValue var_value(const VarState& v);
+using VarScope = BindingScope;
 
 // A kernel object with its arguments set; set arguments stay set between launches.
 struct BackendKernel {
@@ -34,6 +44,9 @@ struct BackendKernel {
   virtual void set_arg(uint32_t index, size_t size, const void* value) = 0;
   virtual void set_buffer(uint32_t index, void* mem) = 0;
   virtual void set_local(uint32_t index, size_t bytes) = 0;
+  // CL_KERNEL_WORK_GROUP_SIZE: the most work items one group of this kernel may have (0: the
+  // device's limit).
+  virtual size_t max_work_group_size() const { return 0; }
 };
 
 struct BackendProgram {
@@ -81,6 +94,9 @@ struct DeviceImpl : std::enable_shared_from_this<DeviceImpl> {
   // Enqueues; with device_ns set, waits and reports the device time.
   virtual void launch(BackendKernel& k, uint32_t dims, const size_t* global, const size_t* local, uint64_t* device_ns) = 0;
   virtual void finish() = 0;
+  // Waits for the queue and reads the device clock after everything queued so far (a profiling
+  // marker's end time). False where the queue has no profiling (then callers use wall time).
+  virtual bool device_clock(uint64_t* /*ns*/) { return false; }
   // Builds from source, or from `binary` when given (throws on a bad binary so the caller recompiles).
   virtual BuildResult build(const std::string& source, const std::string& options, const std::vector<unsigned char>* binary,
                             const std::vector<KernelSignature>* cached_signatures) = 0;
@@ -132,10 +148,12 @@ struct BufferImpl {
 };
 
 // Views of recently bound inputs at one place (`count` elements of `dtype` at byte `rel`), so a
-// replay that rotates among a few inputs allocates nothing once warm. The inputs are held, so a
-// freed input's address can never be mistaken for a new one.
+// replay that rotates among inputs allocates nothing once each input was seen: up to kMax inputs
+// are remembered (then the oldest is replaced). The inputs are held, so a freed input's address can
+// never be mistaken for a new one.
 struct ViewCache {
-  std::array<std::pair<Buffer, Buffer>, 4> slots{};
+  static constexpr size_t kMax = 64;
+  std::vector<std::pair<Buffer, Buffer>> slots;
   uint32_t next = 0;
   // `in` itself when the place is all of it, else a cached or new view of it.
   Buffer get(const Buffer& in, DType dtype, uint64_t rel, size_t count);
@@ -163,20 +181,27 @@ struct KernelImpl {
   std::vector<std::array<size_t, 4>> seen_configs;  // local sizes + dims launched so far
 };
 
-// Thread-local recorder active during a capture.
+// What a capture records on one thread. The thread holds a reference while recording, so an owner
+// that goes away on another thread (a Capture destroyed elsewhere) only marks it closed: the
+// recording thread lets go at its next launch, never writing into freed memory.
 struct Recorder {
   uint64_t id = 0;
   bool allow_copyout = false;
   std::vector<ExecItem> items;
+  std::atomic<bool> closed{false};
 };
+// The recorder of this thread, null when none (or its owner closed it).
 Recorder* current_recorder();
-void set_current_recorder(Recorder* r);
+// Makes `r` this thread's recorder (JitError when one is already recording).
+void start_recording(std::shared_ptr<Recorder> r);
+// Stops `r` if it is this thread's recorder; from another thread, closes it. Never throws.
+void stop_recording(Recorder* r) noexcept;
 uint64_t next_capture_id();
 
 // Runs one item eagerly on its device (sets args on the kernel's eager object).
 void run_item_eager(const ExecItem& item);
 // Local size chosen by encore when a launch gives none: a fixed set of sizes, so a new global
-// size never makes PoCL compile a new work-group function.
+// size never makes PoCL compile a new work-group function (src/enqueue.cpp).
 void choose_local(uint32_t dims, const size_t* global, size_t max_wg, size_t* local);
 // Byte size of a kernel parameter type, or 0 when it is not a supported scalar.
 std::optional<DType> scalar_dtype_of(const std::string& type_name);
@@ -196,10 +221,6 @@ std::vector<KernelSignature> parse_kernel_signatures(const std::string& source);
 namespace encore::detail {
 // Bits of a variable's value passed as `as`; ArgumentError when the value does not fit.
 uint64_t var_arg_bits(const VarState& v, int64_t ivalue, double fvalue, DType as);
-// Evaluates launch sizes (variables at their current values). False when some size is 0 (the
-// launch does nothing). ArgumentError on a negative size or a global size that is not a multiple
-// of the local size. lws_out is null-equivalent (all 0) never: a local size is always chosen.
-bool eval_launch(const Sizes& global, const Sizes& local, size_t max_wg, uint32_t* dims, size_t* gws, size_t* lws);
 bool check_launch(uint32_t dims, const size_t* gws, const size_t* lws, const char* what);
 void save_dirty_programs(DeviceImpl& d);
 // DEBUG=2 line for an item that just ran.

@@ -8,6 +8,49 @@
 
 namespace encore {
 
+namespace detail {
+
+namespace {
+// This thread's last bind() per variable. Entries of destroyed variables are dropped as new ones
+// arrive; the weak handle tells a live variable from a new one at a reused address.
+struct ThreadBinding {
+  const VarState* key;
+  std::weak_ptr<VarState> alive;
+  VarValue value;
+};
+thread_local std::vector<ThreadBinding> tl_bound;
+thread_local const BindingScope* tl_scope = nullptr;
+
+void bind_on_this_thread(const std::shared_ptr<VarState>& s, VarValue v) {
+  for (ThreadBinding& b : tl_bound)
+    if (b.key == s.get() && !b.alive.expired()) {
+      b.value = v;
+      return;
+    }
+  std::erase_if(tl_bound, [](const ThreadBinding& b) { return b.alive.expired(); });
+  tl_bound.push_back({s.get(), s, v});
+}
+}  // namespace
+
+VarValue var_value(const VarState& v) {
+  for (const BindingScope* s = tl_scope; s; s = s->outer)
+    for (const BoundVar& b : s->vars)
+      if (b.var.state() == &v) return {b.i, b.f};
+  for (const ThreadBinding& b : tl_bound)
+    if (b.key == &v && !b.alive.expired()) return b.value;
+  return {v.init_i, v.init_f};
+}
+
+void variable_value_too_large(const Variable& v, unsigned long long value) {
+  throw ArgumentError("Variable \"" + v.name() + "\": value " + std::to_string(value) + " is outside its bounds [" +
+                      std::to_string(v.min()) + ", " + std::to_string(v.max()) + "]");
+}
+
+}  // namespace detail
+
+BindingScope::BindingScope(std::span<const BoundVar> v) : vars(v), outer(detail::tl_scope) { detail::tl_scope = this; }
+BindingScope::~BindingScope() { detail::tl_scope = outer; }
+
 Variable::Variable(std::string name, int64_t min, int64_t max) : s_(std::make_shared<detail::VarState>()) {
   if (min > max)
     throw ArgumentError("Variable \"" + name + "\": min " + std::to_string(min) + " > max " + std::to_string(max));
@@ -15,7 +58,8 @@ Variable::Variable(std::string name, int64_t min, int64_t max) : s_(std::make_sh
   s_->type = VarType::i64;
   s_->min = min;
   s_->max = max;
-  s_->i = min;
+  s_->init_i = min;
+  s_->init_f = static_cast<double>(min);
 }
 
 static Variable make_float(std::string name, VarType t, double min, double max, Variable (*mk)(std::shared_ptr<detail::VarState>)) {
@@ -25,7 +69,7 @@ static Variable make_float(std::string name, VarType t, double min, double max, 
   s->type = t;
   s->fmin = min;
   s->fmax = max;
-  s->f = std::clamp(0.0, min, max);
+  s->init_f = std::clamp(0.0, min, max);
   return mk(std::move(s));
 }
 
@@ -41,21 +85,21 @@ BoundVar Variable::bind(int64_t value) const {
   if (value < s_->min || value > s_->max)
     throw ArgumentError("Variable \"" + s_->name + "\": value " + std::to_string(value) + " is outside its bounds [" +
                         std::to_string(s_->min) + ", " + std::to_string(s_->max) + "]");
-  s_->i.store(value, std::memory_order_relaxed);
+  detail::bind_on_this_thread(s_, {value, static_cast<double>(value)});
   return BoundVar{*this, value, static_cast<double>(value)};
 }
 
 BoundVar Variable::bind(double value) const {
   if (s_->type == VarType::i64) {
-    if (value != std::floor(value))
+    if (value != std::floor(value) || !(value >= -9.2e18 && value <= 9.2e18))
       throw ArgumentError("Variable \"" + s_->name + "\" is an integer variable; got " + std::to_string(value));
     return bind(static_cast<int64_t>(value));
   }
   if (!(value >= s_->fmin && value <= s_->fmax))
     throw ArgumentError("Variable \"" + s_->name + "\": value " + std::to_string(value) + " is outside its bounds [" +
                         std::to_string(s_->fmin) + ", " + std::to_string(s_->fmax) + "]");
-  s_->f.store(value, std::memory_order_relaxed);
-  return BoundVar{*this, static_cast<int64_t>(value), value};
+  detail::bind_on_this_thread(s_, {0, value});
+  return BoundVar{*this, 0, value};
 }
 
 const std::string& Variable::name() const { return s_->name; }
@@ -64,8 +108,8 @@ int64_t Variable::min() const { return s_->min; }
 int64_t Variable::max() const { return s_->max; }
 double Variable::fmin() const { return s_->fmin; }
 double Variable::fmax() const { return s_->fmax; }
-int64_t Variable::value() const { return s_->i.load(std::memory_order_relaxed); }
-double Variable::fvalue() const { return s_->f.load(std::memory_order_relaxed); }
+int64_t Variable::value() const { return detail::var_value(*s_).i; }
+double Variable::fvalue() const { return detail::var_value(*s_).f; }
 
 Variable::As Variable::as(DType t) const {
   bool ok = s_->type == VarType::i64 ? (t == DType::i32 || t == DType::u32 || t == DType::i64 || t == DType::u64)

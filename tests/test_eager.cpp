@@ -67,12 +67,14 @@ bool has_extension(const Device& d, const std::string& ext) {
 
 // Recording scope: every eager op on this thread is also recorded into `rec`.
 struct Recording {
-  detail::Recorder rec;
+  std::shared_ptr<detail::Recorder> p = std::make_shared<detail::Recorder>();
+  detail::Recorder& rec = *p;
   Recording() {
     rec.id = detail::next_capture_id();
-    detail::set_current_recorder(&rec);
+    detail::start_recording(p);
   }
-  ~Recording() { detail::set_current_recorder(nullptr); }
+  ~Recording() { stop(); }
+  void stop() { detail::stop_recording(&rec); }
 };
 
 template <class T> std::vector<T> iota_vec(size_t n, T start) {
@@ -468,7 +470,7 @@ TEST_P(EagerAll, ExplicitAccess) {
   Recording r;
   dev.launch(axpy, {64}, {}, x, out(z), 1.f);
   dev.launch(axpy, {64}, {}, x, z, 1.f);
-  detail::set_current_recorder(nullptr);
+  r.stop();
   ASSERT_EQ(r.rec.items.size(), 2u);
   EXPECT_EQ(r.rec.items[0].accesses()[1].access, Access::out);
   EXPECT_EQ(r.rec.items[1].accesses()[1].access, Access::inout);
@@ -507,7 +509,7 @@ TEST_P(EagerAll, RecordingCapturesLaunchesCopiesAndUploads) {
   dev.copy(y, x);
   y.copyin(data);
   data[0] = -1.f;  // the upload holds a snapshot
-  detail::set_current_recorder(nullptr);
+  r.stop();
   auto& items = r.rec.items;
   ASSERT_EQ(items.size(), 3u);
   EXPECT_EQ(items[0].kind, ItemKind::kernel);

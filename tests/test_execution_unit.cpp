@@ -9,7 +9,7 @@
 
 #include "encore/encore.hpp"
 #include "jit_env.hpp"
-#include "unit_impl.hpp"
+#include "unit/unit.hpp"
 
 using encore::Buffer;
 using encore::Capture;
@@ -288,8 +288,9 @@ TEST(Capture, TempsAtTheSameBytesShareOneArenaView) {
   ASSERT_EQ(unit.stats().planned_temps, 50u);
   unit();
   std::set<encore::detail::BufferImpl*> views;
-  for (const encore::detail::Entry& en : encore::detail::UnitImpl::of(unit).entries)
-    if (en.kind == encore::detail::Entry::Kind::planned) views.insert(en.current.impl());
+  const encore::detail::UnitImpl& u = encore::detail::UnitImpl::of(unit);
+  for (size_t i = 0; i < u.plan.entries.size(); ++i)
+    if (u.plan.entries[i].kind == encore::detail::PlanEntry::Kind::planned) views.insert(u.bound->current[i].impl());
   EXPECT_LE(views.size(), 3u) << "planned temps should share arena views per slot";
 }
 

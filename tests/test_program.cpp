@@ -119,16 +119,17 @@ TEST_P(ProgramAll, AccessesOfARecordedLaunch) {
   Buffer a = base.view(0, 32), b = base.view(64, 32), d = base.view(128, 32);
   Buffer c = dev.alloc<float>(32), e = dev.alloc<float>(32), f = dev.alloc<float>(32), g = dev.alloc<float>(32);
   for (const Buffer& x : {c, e, f, g}) x.copyin(std::vector<float>(32, 0.f));
-  detail::Recorder rec;
+  auto recp = std::make_shared<detail::Recorder>();
+  detail::Recorder& rec = *recp;
   rec.id = detail::next_capture_id();
-  detail::set_current_recorder(&rec);
+  detail::start_recording(recp);
   try {
     dev.launch(k, {32}, {}, a, b, c, out(d), LocalMem{128}, 1, 2u, in(e), 0.5f, int64_t{3}, uint8_t{4}, f, g);
   } catch (...) {
-    detail::set_current_recorder(nullptr);
+    detail::stop_recording(&rec);
     throw;
   }
-  detail::set_current_recorder(nullptr);
+  detail::stop_recording(&rec);
   ASSERT_EQ(rec.items.size(), 1u);
   const ExecItem& it = rec.items[0];
   EXPECT_EQ(it.kind, ItemKind::kernel);

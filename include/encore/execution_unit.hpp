@@ -78,9 +78,13 @@ class ENCORE_API ExecutionUnit {
 
   // Enqueues the step; asynchronous (copyout of a result waits for it).
   void operator()();
-  // Runs the step, waits for it, and returns its device time in seconds (wall time where the
-  // device has no profiling).
+  // Runs the step, waits for it, and returns how long it took in seconds: device time (the device
+  // clock from before the step's first item to after its last) where times_on_device(), else the
+  // host's wall time from enqueue to completion.
   double run_and_wait();
+  // Whether run_and_wait reports device time: one device, queue with profiling (ENCORE_PROFILING=1,
+  // or an adopted queue created with CL_QUEUE_PROFILING_ENABLE).
+  bool times_on_device() const;
 
   // Concatenation: pruning and planning are re-run over the whole.
   ExecutionUnit operator+(const ExecutionUnit& o) const;

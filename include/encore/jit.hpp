@@ -21,10 +21,18 @@
 //   ENCORE_VERIFY=N (JitOptions::verify) checks the first N replays against eager execution.
 // - A call to another TinyJit inside a capture runs that callable eagerly, so its work is recorded
 //   into the outer capture; the inner jit's own call count does not advance.
+//
+// Variables: every eager run of the callable (warm-up, capture, verify, disabled) sees the
+// BoundVars passed to that call, on the calling thread only; replay binds them into the unit.
+// Verify on a device that computes nothing (NULL) is skipped with one line on stderr.
+// Threads: one TinyJit serialises its calls (a mutex); different TinyJits run concurrently.
+// A call counts only when it completed: a call 0 that throws is not the warm-up.
+// Movable (not while a call runs); not copyable.
 #include <any>
 #include <array>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <string>
@@ -47,7 +55,7 @@ struct JitOptions {
   bool batch = false;           // command-buffer batches: not implemented yet, true is a JitError at capture
   bool allow_copyout = false;   // copyout during capture is a JitError unless set
   bool fresh_outputs = false;   // replay returns new copies of the outputs
-  int verify = 0;               // ENCORE_VERIFY=N: check the first N replays against eager runs
+  int verify = 0;               // ENCORE_VERIFY=N: check the first N replays against eager runs (skipped on NULL)
   ENCORE_API static JitOptions from_env();
   UnitOptions unit() const { return {prune, plan, batch, allow_copyout}; }
 };
@@ -144,6 +152,8 @@ class ENCORE_API JitCore {
  public:
   explicit JitCore(JitOptions o);
   ~JitCore();
+  JitCore(JitCore&&) noexcept;
+  JitCore& operator=(JitCore&&) noexcept;
   static bool capture_active();   // a capture is recording on this thread
   void begin_capture();
   void end_capture(const std::vector<Buffer>& outputs);  // builds the unit from args_ and the outputs
@@ -153,15 +163,15 @@ class ENCORE_API JitCore {
   // Verify mode: snapshot external state, let the caller run eagerly, compare.
   void verify_begin();
   void verify_after_eager(const std::vector<Buffer>& eager_outputs);
-  void verify_finish(const std::vector<Buffer>& replay_outputs);
+  void verify_finish();  // compares with what this call returns
   void reset();
   // Replay: the buffer to return as output k. An output that is (a view of) an input follows the
   // input bound this call; every other output is the captured buffer.
   Buffer output_now(size_t k);
 
   JitOptions opt;
-  int calls = 0;
-  int verify_left = 0;
+  uint64_t calls = 0;
+  int64_t verify_left = 0;
   CallArgs args;
   std::vector<Buffer> outputs;   // captured outputs, in collect_outputs order
   bool input_outputs = false;    // some output is (a view of) an input
@@ -180,19 +190,29 @@ ENCORE_API void copy_buffer_eager(const Buffer& dst, const Buffer& src);
 template <class F> class TinyJit {
  public:
   explicit TinyJit(F fn, JitOptions opt = JitOptions::from_env()) : fn_(std::move(fn)), core_(opt) {}
+  TinyJit(TinyJit&&) noexcept = default;
+  TinyJit& operator=(TinyJit&&) = default;
 
   // Runs one call: eager (calls 0, 1, or when disabled) or replay (2+). Returns the callable's
   // outputs by value (handles: no allocation unless the result holds a std::vector); on replay these
   // are the SAME buffers as the capture's, overwritten in place.
   template <class... A> std::invoke_result_t<F&, A&&...> operator()(A&&... a) {
     using R = std::invoke_result_t<F&, A&&...>;
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!core_.opt.enabled || detail::JitCore::capture_active()) return eager<R>(std::forward<A>(a)...);
+    std::lock_guard<std::mutex> lock(*mu_);
     core_.args.clear();
     (detail::flatten(core_.args, a), ...);
+    BindingScope scope(core_.args.vars);  // eager runs of this call see this call's BoundVars
+    if (!core_.opt.enabled || detail::JitCore::capture_active()) return eager<R>(std::forward<A>(a)...);
     if (core_.calls == 0) {
-      ++core_.calls;
-      return eager<R>(std::forward<A>(a)...);
+      if constexpr (std::is_void_v<R>) {
+        eager<R>(std::forward<A>(a)...);
+        ++core_.calls;
+        return;
+      } else {
+        R r = eager<R>(std::forward<A>(a)...);
+        ++core_.calls;
+        return r;
+      }
     }
     if (core_.calls == 1) {
       core_.begin_capture();
@@ -231,7 +251,7 @@ template <class F> class TinyJit {
       }
       core_.verify_after_eager(eager_outs);
       core_.replay();
-      core_.verify_finish(core_.outputs);
+      core_.verify_finish();
     } else {
       core_.replay();
     }
@@ -241,12 +261,12 @@ template <class F> class TinyJit {
 
   // Drops the capture: the next call is call 0 again.
   void reset() {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(*mu_);
     core_.reset();
     result_.reset();
     captured_.reset();
   }
-  int calls() const { return core_.calls; }
+  uint64_t calls() const { return core_.calls; }
   // The captured unit (empty before call 2).
   const ExecutionUnit& unit() const { return core_.unit; }
   ExecutionUnit& unit() { return core_.unit; }
@@ -276,7 +296,7 @@ template <class F> class TinyJit {
 
   F fn_;
   detail::JitCore core_;
-  std::mutex mu_;
+  std::unique_ptr<std::mutex> mu_ = std::make_unique<std::mutex>();  // behind a pointer: TinyJit moves
   std::any result_, captured_;  // the capture's outputs; captured_ kept when some are inputs
 };
 

@@ -4,10 +4,20 @@
 //   encore::Variable pos{"pos", 1, 4096};
 //   dev.launch(k, {pos * 64}, {}, x, pos);   // pos as an int argument and in the launch size
 //   jit(x, pos.bind(17));
+//
+// Which value eager work sees (a binding belongs to a call and a thread):
+// - inside a TinyJit call (warm-up, capture, verify, disabled), the BoundVars passed to that call;
+// - otherwise the value last bound with bind() on the calling thread;
+// - otherwise the initial value (min for integers, 0 clamped to the bounds for floats).
+// A value bound on one thread never reaches another thread's work, so threads may share one
+// Variable and bind it concurrently. An ExecutionUnit keeps its own values (bind_var / update).
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <type_traits>
 
 #include "encore/dtype.hpp"
 #include "encore/export.hpp"
@@ -29,11 +39,11 @@ class ENCORE_API Variable {
   static Variable f32(std::string name, double min = -1e300, double max = 1e300);
   static Variable f64(std::string name, double min = -1e300, double max = 1e300);
 
-  // Checks bounds (ArgumentError when outside), makes it the current value, returns the pair
-  // for passing to a TinyJit.
+  // Checks bounds (ArgumentError when outside), makes it this thread's current value, returns the
+  // pair for passing to a TinyJit. Any integral or floating type.
   BoundVar bind(int64_t value) const;
   BoundVar bind(double value) const;
-  BoundVar bind(int value) const;
+  template <std::integral T> BoundVar bind(T value) const;
   BoundVar bind(float value) const;
 
   const std::string& name() const;
@@ -43,8 +53,8 @@ class ENCORE_API Variable {
   int64_t max() const;
   double fmin() const;
   double fmax() const;
-  int64_t value() const;   // current integer value
-  double fvalue() const;   // current float value
+  int64_t value() const;   // this thread's current integer value (see the rule above)
+  double fvalue() const;   // this thread's current float value
 
   // As a kernel argument the variable is passed as i32 unless asked otherwise (i32/u32/i64/u64).
   struct As;
@@ -66,7 +76,30 @@ struct BoundVar {
   double f = 0;
 };
 
-inline BoundVar Variable::bind(int value) const { return bind(static_cast<int64_t>(value)); }
+// Makes `vars` the values that eager work on this thread sees until the scope ends (the innermost
+// scope wins). TinyJit opens one around every eager run of its callable. `vars` must outlive it.
+//   std::vector<encore::BoundVar> vals{k.bind(3)};
+//   { encore::BindingScope s(vals); dev.launch(kern, {n}, {}, y, k); }   // k = 3 here
+class ENCORE_API BindingScope {
+ public:
+  explicit BindingScope(std::span<const BoundVar> vars);
+  ~BindingScope();
+  BindingScope(const BindingScope&) = delete;
+  BindingScope& operator=(const BindingScope&) = delete;
+  std::span<const BoundVar> vars;
+  const BindingScope* outer;
+};
+
+namespace detail {
+// Throws ArgumentError: an unsigned value above INT64_MAX cannot be a variable's value.
+[[noreturn]] ENCORE_API void variable_value_too_large(const Variable& v, unsigned long long value);
+}  // namespace detail
+
+template <std::integral T> BoundVar Variable::bind(T value) const {
+  if constexpr (std::is_unsigned_v<T> && sizeof(T) >= sizeof(int64_t))
+    if (value > static_cast<T>(INT64_MAX)) detail::variable_value_too_large(*this, value);
+  return bind(static_cast<int64_t>(value));
+}
 inline BoundVar Variable::bind(float value) const { return bind(static_cast<double>(value)); }
 
 struct Variable::As {
@@ -78,14 +111,15 @@ struct Variable::As {
 //   Size s = pos * 4 + 1;
 class ENCORE_API Size {
  public:
-  Size(int64_t v = 0) : add_(v) {}  // NOLINT: literal sizes convert implicitly
-  Size(int v) : add_(v) {}          // NOLINT
-  Size(size_t v) : add_(static_cast<int64_t>(v)) {}  // NOLINT
+  Size() = default;
+  // Any integral literal converts implicitly (int, uint32_t, size_t, long long, ...). An unsigned
+  // value above INT64_MAX becomes negative and is rejected as a negative size at launch.
+  template <std::integral T> Size(T v) : add_(static_cast<int64_t>(v)) {}  // NOLINT
   Size(const Variable& v, int64_t mul = 1, int64_t add = 0);
   int64_t mul() const { return mul_; }
   int64_t add() const { return add_; }
   const Variable* var() const { return var_ ? &*var_ : nullptr; }
-  // Value with the variable's current value (or the given one).
+  // Value with the variable's current value on this thread (or the given one).
   int64_t eval() const;
   int64_t eval(int64_t var_value) const { return mul_ * var_value + add_; }
 

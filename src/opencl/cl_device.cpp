@@ -300,6 +300,17 @@ class ClDevice final : public DeviceImpl {
     }
   }
   void finish() override { cl::check(clFinish(queue()), "clFinish", info.id); }
+  bool device_clock(uint64_t* ns) override {
+    if (!profiling) return false;
+    cl_event ev = nullptr;
+    cl::check(clEnqueueMarkerWithWaitList(queue(), 0, nullptr, &ev), "clEnqueueMarkerWithWaitList", info.id);
+    cl::Event e(ev);
+    cl::check(clWaitForEvents(1, &ev), "clWaitForEvents", "marker on " + info.id);
+    cl_ulong t = 0;
+    if (clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t, &t, nullptr) != CL_SUCCESS) return false;
+    *ns = t;
+    return true;
+  }
 
   BuildResult build(const std::string& source, const std::string& options, const std::vector<unsigned char>* binary,
                     const std::vector<KernelSignature>* cached) override {

@@ -1,5 +1,6 @@
-// Building a unit from recorded items: which buffers are internal, inputs, planned temps or fixed
-// state; the one-time set (DESIGN rule 2); the arena plan (rule 3).
+// The plan of a unit: which buffers are inputs, planned temps or fixed state; the one-time set
+// (DESIGN rule 2); the arena plan (rule 3); every item's arguments resolved to entries and variable
+// slots. A pure function of the recorded items: it makes no device call.
 #include <algorithm>
 #include <cstdio>
 #include <unordered_map>
@@ -7,7 +8,7 @@
 
 #include "encore/memory_planner.hpp"
 #include "prune.hpp"
-#include "unit_impl.hpp"
+#include "unit/unit.hpp"
 
 namespace encore::detail {
 
@@ -66,20 +67,34 @@ std::vector<BufferImpl*> find_internal(const std::vector<ExecItem>& items, uint6
   return out;
 }
 
-std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vector<Buffer> outputs,
-                                    UnitOptions opt, std::vector<BufferImpl*> internal, std::vector<uint64_t> capture_ids) {
+bool Plan::is_internal(const BufferImpl* root) const { return std::find(internal.begin(), internal.end(), root) != internal.end(); }
+bool Plan::is_fresh_output(const BufferImpl* root) const {
+  return std::find(fresh_output_roots.begin(), fresh_output_roots.end(), root) != fresh_output_roots.end();
+}
+
+std::vector<Buffer> Plan::state_storages() const {
+  std::vector<Buffer> out;
+  std::unordered_set<BufferImpl*> seen;
+  for (const PlanEntry& e : entries) {
+    if (e.kind != PlanEntry::Kind::fixed) continue;
+    BufferImpl* r = e.captured.impl()->root();
+    if (!is_internal(r) && !is_fresh_output(r) && seen.insert(r).second) out.push_back(e.captured.base());
+  }
+  return out;
+}
+
+Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vector<Buffer> outputs, UnitOptions opt,
+               std::vector<BufferImpl*> internal, const std::vector<uint64_t>& capture_ids) {
   if (opt.batch)
     throw JitError("UnitOptions::batch: replay as cl_khr_command_buffer batches is not implemented in this version "
                    "(on PoCL 3.1 it measures slower than plain enqueues); leave batch off: replay uses in-order enqueues");
-  auto up = std::make_unique<UnitImpl>();
-  UnitImpl& u = *up;
+  Plan u;
   u.opt = opt;
   u.items = std::move(items);
-  u.inputs_captured = inputs;
   u.inputs = std::move(inputs);
   u.outputs = std::move(outputs);
   const size_t n = u.items.size();
-  for (const Buffer& b : u.inputs_captured)
+  for (const Buffer& b : u.inputs)
     if (!b) throw JitError("input buffer is null");
 
   // entries: one per distinct handle
@@ -87,45 +102,59 @@ std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buf
   std::vector<std::vector<ItemAccess>> acc(n);
   auto entry = [&](const Buffer& b) {
     auto [it, fresh] = entry_of.emplace(b.impl(), static_cast<uint32_t>(u.entries.size()));
-    if (fresh) {
-      Entry e;
-      e.captured = b;
-      e.current = b;
-      u.entries.push_back(std::move(e));
-    }
+    if (fresh) u.entries.push_back(PlanEntry{PlanEntry::Kind::fixed, 0, 0, b, false});
     return it->second;
   };
+  u.steps.resize(n);
   for (uint32_t i = 0; i < n; ++i) {
     ExecItem& it = u.items[i];
+    PlanStep& st = u.steps[i];
+    st.kind = it.kind;
     switch (it.kind) {
       case ItemKind::kernel:
-        for (const Arg& a : it.args)
-          if (a.kind == Arg::Kind::buffer) acc[i].push_back({entry(a.buf), a.access});
+        st.arg_ref.assign(it.args.size(), 0);
+        for (uint32_t ai = 0; ai < it.args.size(); ++ai)
+          if (const Arg& a = it.args[ai]; a.kind == Arg::Kind::buffer) {
+            st.arg_ref[ai] = entry(a.buf);
+            acc[i].push_back({st.arg_ref[ai], a.access});
+          }
         break;
       case ItemKind::copy:
-        acc[i].push_back({entry(it.src), Access::in});
-        acc[i].push_back({entry(it.dst), Access::out});
+        st.src = entry(it.src);
+        st.dst = entry(it.dst);
+        st.cross_device = it.dst.impl()->dev != it.src.impl()->dev;
+        acc[i].push_back({st.src, Access::in});
+        acc[i].push_back({st.dst, Access::out});
         break;
-      case ItemKind::upload: acc[i].push_back({entry(it.dst), Access::out}); break;
+      case ItemKind::upload:
+        st.dst = entry(it.dst);
+        acc[i].push_back({st.dst, Access::out});
+        break;
     }
   }
 
-  // inputs: an entry inside an input's bytes follows that input
-  u.slot_entries.resize(u.inputs_captured.size());
-  for (uint32_t ei = 0; ei < u.entries.size(); ++ei) {
-    Entry& e = u.entries[ei];
-    BufferImpl* b = e.captured.impl();
-    for (uint32_t s = 0; s < u.inputs_captured.size(); ++s) {
-      BufferImpl* in = u.inputs_captured[s].impl();
-      if (b->root() != in->root() || b->offset >= in->offset + in->nbytes || in->offset >= b->offset + b->nbytes) continue;
-      if (b->offset < in->offset || b->offset + b->nbytes > in->offset + in->nbytes)
-        throw JitError("the step uses " + e.captured.describe() + ", which lies partly inside input " + std::to_string(s) + " (" +
-                       u.inputs_captured[s].describe() + "): a buffer must lie wholly inside an input or outside all of them");
-      e.kind = Entry::Kind::input;
-      e.slot = s;
-      e.rel = b->offset - in->offset;
-      u.slot_entries[s].push_back(ei);
-      break;
+  // inputs: an entry inside an input's bytes follows that input (by root, so this stays linear)
+  u.slot_entries.resize(u.inputs.size());
+  {
+    std::unordered_map<BufferImpl*, std::vector<uint32_t>> slots_of_root;
+    for (uint32_t s = 0; s < u.inputs.size(); ++s) slots_of_root[u.inputs[s].impl()->root()].push_back(s);
+    for (uint32_t ei = 0; ei < u.entries.size(); ++ei) {
+      PlanEntry& e = u.entries[ei];
+      BufferImpl* b = e.captured.impl();
+      auto f = slots_of_root.find(b->root());
+      if (f == slots_of_root.end()) continue;
+      for (uint32_t s : f->second) {
+        BufferImpl* in = u.inputs[s].impl();
+        if (b->offset >= in->offset + in->nbytes || in->offset >= b->offset + b->nbytes) continue;
+        if (b->offset < in->offset || b->offset + b->nbytes > in->offset + in->nbytes)
+          throw JitError("the step uses " + e.captured.describe() + ", which lies partly inside input " + std::to_string(s) + " (" +
+                         u.inputs[s].describe() + "): a buffer must lie wholly inside an input or outside all of them");
+        e.kind = PlanEntry::Kind::input;
+        e.slot = s;
+        e.rel = b->offset - in->offset;
+        u.slot_entries[s].push_back(ei);
+        break;
+      }
     }
   }
 
@@ -144,8 +173,8 @@ std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buf
   };
   std::vector<PruneItem> pitems(n);
   std::vector<int64_t> first_use(roots.size(), -1);
-  std::vector<bool> touches_input(n, false);
   for (uint32_t i = 0; i < n; ++i) {
+    bool touches_input = false;
     for (const ItemAccess& a : acc[i]) {
       uint32_t r = entry_root[a.entry];
       BufferImpl* b = u.entries[a.entry].captured.impl();
@@ -155,31 +184,35 @@ std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buf
       if ((first_use[r] == -1 || first_use[r] == i) && is_fresh(roots[r]) && write) read = false;
       if (first_use[r] == -1) first_use[r] = i;
       pitems[i].accesses.push_back({r, b->offset, b->offset + b->nbytes, read, write});
-      if (u.entries[a.entry].kind == Entry::Kind::input) touches_input[i] = true;
+      if (u.entries[a.entry].kind == PlanEntry::Kind::input) touches_input = true;
     }
-    pitems[i].volatile_ = touches_input[i] || u.items[i].uses_variables();
+    pitems[i].volatile_ = touches_input || u.items[i].uses_variables();
   }
   u.one_time = opt.prune ? one_time_items(pitems) : std::vector<bool>(n, false);
+  for (uint32_t i = 0; i < n; ++i) u.steps[i].one_time = u.one_time[i];
 
   // planning: internal roots untouched by one-time items and cross-device copies, first written
   std::vector<bool> plannable(roots.size(), false);
   std::unordered_set<BufferImpl*> internal_set(internal.begin(), internal.end());
   for (uint32_t r = 0; r < roots.size(); ++r) plannable[r] = opt.plan && internal_set.count(roots[r]);
-  std::vector<bool> first_read(roots.size(), false);
   for (uint32_t i = 0; i < n; ++i) {
-    bool cross = u.items[i].kind == ItemKind::copy && u.items[i].dst.impl()->dev != u.items[i].src.impl()->dev;
     for (size_t k = 0; k < acc[i].size(); ++k) {
       uint32_t r = entry_root[acc[i][k].entry];
-      if (u.one_time[i] || cross) plannable[r] = false;
+      if (u.one_time[i] || u.steps[i].cross_device) plannable[r] = false;
       if (first_use[r] == i && pitems[i].accesses[k].read) plannable[r] = false;  // reads undefined bytes: keep as is
     }
   }
   std::unordered_map<DeviceImpl*, std::vector<uint32_t>> temps_by_dev;
+  std::vector<DeviceImpl*> dev_order;
   for (uint32_t r = 0; r < roots.size(); ++r)
-    if (plannable[r]) temps_by_dev[roots[r]->dev.get()].push_back(r);
-  std::vector<Buffer> placeholder(roots.size());
+    if (plannable[r]) {
+      auto& v = temps_by_dev[roots[r]->dev.get()];
+      if (v.empty()) dev_order.push_back(roots[r]->dev.get());
+      v.push_back(r);
+    }
   std::vector<std::pair<uint32_t, uint64_t>> root_place(roots.size());  // (arena, offset)
-  for (auto& [dev, temps] : temps_by_dev) {
+  for (DeviceImpl* dev : dev_order) {
+    const std::vector<uint32_t>& temps = temps_by_dev[dev];
     std::vector<uint64_t> bytes;
     std::vector<uint32_t> temp_of(roots.size(), UINT32_MAX);
     for (uint32_t t = 0; t < temps.size(); ++t) {
@@ -196,7 +229,7 @@ std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buf
     if (std::string why = check_plan(bytes, uses, align, plan); !why.empty()) throw Error("internal error: invalid memory plan: " + why);
 #endif
     uint32_t arena = static_cast<uint32_t>(u.arenas.size());
-    u.arenas.push_back({roots[temps[0]]->dev, plan.arena_bytes, {}});
+    u.arenas.push_back({roots[temps[0]]->dev, plan.arena_bytes});
     for (uint32_t t = 0; t < temps.size(); ++t) root_place[temps[t]] = {arena, plan.offsets[t]};
     u.stats.temp_bytes_naive += plan.naive_bytes;
     u.stats.temp_bytes_planned += plan.arena_bytes;
@@ -204,9 +237,10 @@ std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buf
     u.stats.planned_temps += temps.size();
   }
   // Planned temps: the items keep unallocated placeholders, so the capture's temporaries are freed.
+  std::vector<Buffer> placeholder(roots.size());
   std::unordered_map<BufferImpl*, Buffer> replacement;
   for (uint32_t ei = 0; ei < u.entries.size(); ++ei) {
-    Entry& e = u.entries[ei];
+    PlanEntry& e = u.entries[ei];
     uint32_t r = entry_root[ei];
     if (!plannable[r]) continue;
     BufferImpl* old = e.captured.impl();
@@ -222,10 +256,10 @@ std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buf
     }
     Buffer rep = old->base ? placeholder[r].view_as(old->dtype, old->offset, old->count) : placeholder[r];
     replacement[old] = rep;
-    e.kind = Entry::Kind::planned;
-    u.planned.push_back({ei, {root_place[r].first, root_place[r].second + old->offset}});
+    e.kind = PlanEntry::Kind::planned;
+    e.slot = root_place[r].first;
+    e.rel = root_place[r].second + old->offset;
     e.captured = rep;
-    e.current = Buffer();
   }
   if (!replacement.empty()) {
     for (ExecItem& it : u.items)
@@ -237,61 +271,59 @@ std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buf
   }
   for (BufferImpl* r : internal)  // unplanned internal roots stay internal (alive through the items)
     if (auto f = root_of.find(r); f != root_of.end() && !plannable[f->second]) u.internal.push_back(r);
-  // fresh outputs: outputs created during the capture (replay overwrites them in place)
   for (const Buffer& o : u.outputs)
     if (o && is_fresh(o.impl()->root())) u.fresh_output_roots.push_back(o.impl()->root());
-  // which input slots the step writes
-  u.slot_written.assign(u.inputs_captured.size(), false);
+  // what replayed items write, and which input slots the step writes
+  u.slot_written.assign(u.inputs.size(), false);
   for (uint32_t i = 0; i < n; ++i)
-    for (const ItemAccess& a : acc[i])
-      if (u.entries[a.entry].kind == Entry::Kind::input && has(a.access, Access::out)) u.slot_written[u.entries[a.entry].slot] = true;
-  u.captured_overlap.assign(u.inputs_captured.size(), std::vector<uint8_t>(u.inputs_captured.size(), 0));
-  for (size_t i = 0; i < u.inputs_captured.size(); ++i)
-    for (size_t j = 0; j < u.inputs_captured.size(); ++j) u.captured_overlap[i][j] = u.inputs_captured[i].overlaps(u.inputs_captured[j]);
-  u.staging.resize(u.inputs_captured.size());
-  u.staged.assign(u.inputs_captured.size(), 0);
+    for (const ItemAccess& a : acc[i]) {
+      if (!has(a.access, Access::out)) continue;
+      if (!u.one_time[i]) u.entries[a.entry].written = true;
+      if (u.entries[a.entry].kind == PlanEntry::Kind::input) u.slot_written[u.entries[a.entry].slot] = true;
+    }
+  u.captured_overlap.assign(u.inputs.size(), std::vector<uint8_t>(u.inputs.size(), 0));
+  for (size_t i = 0; i < u.inputs.size(); ++i)
+    for (size_t j = 0; j < u.inputs.size(); ++j) u.captured_overlap[i][j] = u.inputs[i].overlaps(u.inputs[j]);
 
-  // variables, in order of first use
+  // variables, in order of first use; sizes and variable arguments as slots
   std::unordered_map<VarState*, uint32_t> var_of;
   auto var_slot = [&](const Variable& v) {
     auto [it, fresh] = var_of.emplace(v.state(), static_cast<uint32_t>(u.vars.size()));
     if (fresh) {
       u.vars.push_back(v);
-      u.var_i.push_back(v.value());
-      u.var_f.push_back(v.fvalue());
+      u.var_init.push_back(var_value(*v.state()));
     }
     return it->second;
   };
-  for (const ExecItem& it : u.items) {
+  auto size_ref = [&](const Size& s) { return SizeRef{s.var() ? static_cast<int32_t>(var_slot(*s.var())) : -1, s.mul(), s.add()}; };
+  for (uint32_t i = 0; i < n; ++i) {
+    const ExecItem& it = u.items[i];
     if (it.kind != ItemKind::kernel) continue;
-    for (const Arg& a : it.args)
-      if (a.kind == Arg::Kind::variable) var_slot(*a.var);
-    for (uint8_t d = 0; d < it.global.n; ++d)
-      if (it.global.v[d].var()) var_slot(*it.global.v[d].var());
-    for (uint8_t d = 0; d < it.local.n; ++d)
-      if (it.local.v[d].var()) var_slot(*it.local.v[d].var());
+    PlanStep& st = u.steps[i];
+    for (uint32_t ai = 0; ai < it.args.size(); ++ai)
+      if (it.args[ai].kind == Arg::Kind::variable) st.arg_ref[ai] = var_slot(*it.args[ai].var);
+    st.dims = it.global.n;
+    st.has_local = !it.local.empty();
+    for (uint32_t d = 0; d < st.dims; ++d) {
+      st.g[d] = size_ref(it.global.v[d]);
+      if (st.has_local) st.l[d] = size_ref(it.local.v[d]);
+    }
   }
-  u.var_uses.resize(u.vars.size());
 
   std::unordered_set<DeviceImpl*> devs;
   for (const ExecItem& it : u.items) {
     auto d = it.kind == ItemKind::kernel ? it.kernel.impl()->program->dev : it.dst.impl()->dev;
     if (devs.insert(d.get()).second) u.devices.push_back(d);
+    if (it.kind == ItemKind::copy && devs.insert(it.src.impl()->dev.get()).second) u.devices.push_back(it.src.impl()->dev);
   }
 
   u.stats.items = n;
   u.stats.items_pruned = static_cast<size_t>(std::count(u.one_time.begin(), u.one_time.end(), true));
   u.stats.items_replayed = n - u.stats.items_pruned;
-  u.stats.inputs = u.inputs_captured.size();
+  u.stats.inputs = u.inputs.size();
   u.stats.variables = u.vars.size();
   u.stats.batches = 0;
-  if (debug_level() >= 1)
-    std::fprintf(stderr, "encore: captured %zu items: %zu pruned, %zu replayed; %zu inputs, %zu variables; temps %zu planned: %llu -> %llu bytes (lower bound %llu); batches %zu\n",
-                 n, u.stats.items_pruned, u.stats.items_replayed, u.stats.inputs, u.stats.variables, u.stats.planned_temps,
-                 static_cast<unsigned long long>(u.stats.temp_bytes_naive), static_cast<unsigned long long>(u.stats.temp_bytes_planned),
-                 static_cast<unsigned long long>(u.stats.temp_bytes_lower_bound), u.stats.batches);
-  bind_unit(u);
-  return up;
+  return u;
 }
 
 }  // namespace encore::detail

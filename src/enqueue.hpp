@@ -1,0 +1,36 @@
+#pragma once
+// The one enqueue path that eager execution and replay share: launch-size resolution, launches,
+// copies (direct, or through host memory between platforms) and uploads. Eager work and a replayed
+// unit call the same functions, so the two cannot drift.
+#include <cstddef>
+#include <cstdint>
+
+#include "internal.hpp"
+
+namespace encore::detail {
+
+struct LaunchDims {
+  uint32_t dims = 0;
+  size_t gws[3]{}, lws[3]{};
+  bool empty = false;  // some global size is 0: the launch does nothing
+};
+
+// Validates evaluated sizes (`local` null: encore chooses one, bounded by `max_wg`) into `out`.
+// ArgumentError naming `what` on a negative size, a non-positive local size or a global size that
+// is not a multiple of its local size.
+void resolve_launch(uint32_t dims, const int64_t* global, const int64_t* local, size_t max_wg, LaunchDims& out, const char* what);
+
+// The largest work-group size a launch of `k` on `dev` may use.
+size_t max_group_size(const DeviceImpl& dev, const BackendKernel& k);
+
+// Enqueues a resolved launch (nothing when empty); with device_ns set, waits and reports device time.
+void enqueue_launch(DeviceImpl& dev, BackendKernel& k, const LaunchDims& d, uint64_t* device_ns);
+
+// dst <- src, `n` bytes from each view's start. Between devices that cannot copy directly (different
+// platforms) the bytes go through `staging` (host memory of at least n bytes; null: a temporary).
+void enqueue_copy(BufferImpl& dst, BufferImpl& src, size_t n, unsigned char* staging);
+
+// dst <- host bytes. Non-blocking uploads need `data` alive until the device has read it.
+void enqueue_upload(BufferImpl& dst, const unsigned char* data, size_t n, bool blocking);
+
+}  // namespace encore::detail

@@ -1,0 +1,195 @@
+// Binding a plan to its devices: the arena, one kernel object per item with its arguments set,
+// the buffer every entry uses now, staging memory. Everything a replay needs is made here, so the
+// replay loop allocates nothing.
+#include <map>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "unit/unit.hpp"
+
+namespace encore::detail {
+
+Buffer entry_buffer(UnitImpl& u, uint32_t e, const Buffer& in) {
+  const PlanEntry& pe = u.plan.entries[e];
+  BufferImpl* cap = pe.captured.impl();
+  return u.views[e].get(in, cap->dtype, pe.rel, cap->count);
+}
+
+void point_entry(UnitImpl& u, uint32_t e, const Buffer& b) {
+  Binding* bd = u.bound.get();
+  if (!bd || bd->current[e].impl() == b.impl()) return;
+  b.impl()->ensure_allocated();
+  void* h = b.impl()->handle();
+  bd->current[e] = b;
+  for (const KernelUse& k : bd->uses[e]) bd->items[k.bound].kernel->set_buffer(k.arg, h);
+  for (uint32_t bi : bd->copy_uses[e]) {
+    BoundItem& it = bd->items[bi];
+    const PlanStep& st = u.plan.steps[it.item];
+    if (st.dst == e) it.dst = b.impl();
+    if (it.kind == ItemKind::copy && st.src == e) it.src = b.impl();
+  }
+}
+
+static int64_t eval(const SizeRef& s, const std::vector<VarValue>& vars) {
+  return s.var < 0 ? s.add : s.mul * vars[static_cast<size_t>(s.var)].i + s.add;
+}
+
+void resolve_sizes(const Plan& p, const BoundItem& b, const std::vector<VarValue>& vars, LaunchDims& out) {
+  const PlanStep& st = p.steps[b.item];
+  int64_t g[3], l[3];
+  for (uint32_t d = 0; d < st.dims; ++d) {
+    g[d] = eval(st.g[d], vars);
+    if (st.has_local) l[d] = eval(st.l[d], vars);
+  }
+  resolve_launch(st.dims, g, st.has_local ? l : nullptr, max_group_size(*b.dev, *b.kernel), out, "replay launch");
+}
+
+void set_var(UnitImpl& u, uint32_t slot, VarValue v) {
+  Binding* bd = u.bound.get();
+  if (!bd) {
+    u.vars[slot] = v;
+    return;
+  }
+  const VarState& vs = *u.plan.vars[slot].state();
+  // checks first: argument types, then launch sizes under the new value
+  for (const VarUse& use : bd->var_args[slot]) (void)var_arg_bits(vs, v.i, v.f, use.as);
+  VarValue old = u.vars[slot];
+  u.vars[slot] = v;
+  try {
+    LaunchDims ld;
+    for (uint32_t bi : bd->var_sizes[slot]) resolve_sizes(u.plan, bd->items[bi], u.vars, ld);
+  } catch (...) {
+    u.vars[slot] = old;
+    throw;
+  }
+  for (const VarUse& use : bd->var_args[slot]) {
+    uint64_t bits = var_arg_bits(vs, v.i, v.f, use.as);
+    bd->items[use.bound].kernel->set_arg(use.arg, size(use.as), &bits);
+  }
+  for (uint32_t bi : bd->var_sizes[slot]) resolve_sizes(u.plan, bd->items[bi], u.vars, bd->items[bi].ld);
+}
+
+void bind_unit(UnitImpl& u) {
+  const Plan& p = u.plan;
+  auto bd = std::make_unique<Binding>();
+  Binding& b = *bd;
+  for (const Plan::Arena& a : p.arenas) {
+    b.arenas.push_back(Buffer(Device(a.dev), DType::u8, std::max<uint64_t>(a.bytes, 1)));
+    b.arenas.back().impl()->ensure_allocated();
+  }
+  // Temps placed at the same bytes share one view: each view is a sub-buffer, and PoCL's cost per
+  // enqueue grows with the number of sub-buffers of a parent.
+  std::map<std::tuple<uint32_t, uint64_t, DType, size_t>, Buffer> views;
+  b.current.resize(p.entries.size());
+  for (uint32_t e = 0; e < p.entries.size(); ++e) {
+    const PlanEntry& pe = p.entries[e];
+    BufferImpl* c = pe.captured.impl();
+    switch (pe.kind) {
+      case PlanEntry::Kind::fixed: b.current[e] = pe.captured; break;
+      case PlanEntry::Kind::planned: {
+        Buffer& v = views[{pe.slot, pe.rel, c->dtype, c->count}];
+        if (!v) v = b.arenas[pe.slot].view_as(c->dtype, pe.rel, c->count);
+        b.current[e] = v;
+        break;
+      }
+      case PlanEntry::Kind::input: b.current[e] = entry_buffer(u, e, u.staged[pe.slot] ? u.staging[pe.slot] : u.inputs[pe.slot]); break;
+    }
+    b.current[e].impl()->ensure_allocated();
+  }
+  b.uses.resize(p.entries.size());
+  b.copy_uses.resize(p.entries.size());
+  b.var_args.resize(p.vars.size());
+  b.var_sizes.resize(p.vars.size());
+
+  // replayed items first, then one-time items, each in step order (reserved: `x` stays valid)
+  const uint32_t n = static_cast<uint32_t>(p.items.size());
+  b.items.reserve(n);
+  for (int pass = 0; pass < 2; ++pass) {
+    for (uint32_t i = 0; i < n; ++i) {
+      if (p.one_time[i] != (pass == 1)) continue;
+      const ExecItem& it = p.items[i];
+      const PlanStep& st = p.steps[i];
+      const uint32_t bi = static_cast<uint32_t>(b.items.size());
+      BoundItem& x = b.items.emplace_back();
+      x.kind = it.kind;
+      x.item = i;
+      if (it.kind == ItemKind::kernel) {
+        KernelImpl& k = *it.kernel.impl();
+        x.dev = k.program->dev.get();
+        {
+          std::lock_guard<std::mutex> lock(k.program->mu);
+          x.kernel = k.program->backend->create_kernel(k.sig->name);
+        }
+        bool dynamic = false;
+        for (uint32_t ai = 0; ai < it.args.size(); ++ai) {
+          const Arg& a = it.args[ai];
+          switch (a.kind) {
+            case Arg::Kind::buffer:
+              x.kernel->set_buffer(ai, b.current[st.arg_ref[ai]].impl()->handle());
+              b.uses[st.arg_ref[ai]].push_back({bi, ai});
+              break;
+            case Arg::Kind::scalar: x.kernel->set_arg(ai, size(a.dtype), &a.bits); break;
+            case Arg::Kind::local: x.kernel->set_local(ai, a.local_bytes); break;
+            case Arg::Kind::variable: {
+              uint32_t v = st.arg_ref[ai];
+              uint64_t bits = var_arg_bits(*p.vars[v].state(), u.vars[v].i, u.vars[v].f, a.dtype);
+              x.kernel->set_arg(ai, size(a.dtype), &bits);
+              b.var_args[v].push_back({bi, ai, a.dtype});
+              break;
+            }
+          }
+        }
+        for (uint32_t d = 0; d < st.dims; ++d)
+          for (const SizeRef* s : {&st.g[d], &st.l[d]})
+            if (s->var >= 0 && (s == &st.g[d] || st.has_local)) {
+              auto& users = b.var_sizes[static_cast<size_t>(s->var)];
+              if (users.empty() || users.back() != bi) users.push_back(bi);
+              dynamic = true;
+            }
+        x.dynamic = dynamic;
+        resolve_sizes(p, x, u.vars, x.ld);
+        b.n_replay += pass == 0;
+      } else {
+        x.dev = it.dst.impl()->dev.get();
+        x.dst = b.current[st.dst].impl();
+        x.n = it.dst.nbytes();
+        b.copy_uses[st.dst].push_back(bi);
+        if (it.kind == ItemKind::copy) {
+          x.src = b.current[st.src].impl();
+          b.copy_uses[st.src].push_back(bi);
+          if (st.cross_device) {
+            b.staging.push_back(std::make_unique<unsigned char[]>(x.n));
+            x.staging = b.staging.back().get();
+          }
+        } else {
+          x.data = it.data->data();
+        }
+        b.n_replay += pass == 0;
+      }
+    }
+  }
+  // what a replay writes: storages of fixed and planned entries (each once), and input entries
+  std::unordered_set<BufferImpl*> seen_roots;
+  for (uint32_t e = 0; e < p.entries.size(); ++e) {
+    if (!p.entries[e].written) continue;
+    if (p.entries[e].kind == PlanEntry::Kind::input) b.written_entries.push_back(e);
+    else if (BufferImpl* r = b.current[e].impl()->root(); seen_roots.insert(r).second) b.written_roots.push_back(r);
+  }
+  // versions of what one-time items touch (fixed entries by construction), taken once: a rebind
+  // after free_intermediates must still see writes made since the capture
+  if (!u.versions_taken) {
+    std::unordered_map<BufferImpl*, uint32_t> index;
+    std::unordered_set<BufferImpl*> seen_w;
+    for (uint32_t bi = b.n_replay; bi < b.items.size(); ++bi)
+      for (const StorageAccess& a : p.items[b.items[bi].item].accesses()) {
+        auto [f, fresh] = index.emplace(a.storage, static_cast<uint32_t>(u.once_versions.size()));
+        if (fresh) u.once_versions.push_back({a.storage, a.storage->version.load(std::memory_order_acquire)});
+        if (has(a.access, Access::out) && seen_w.insert(a.storage).second) u.once_written.push_back(f->second);
+      }
+    u.versions_taken = true;
+  }
+  u.bound = std::move(bd);
+}
+
+}  // namespace encore::detail

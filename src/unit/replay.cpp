@@ -1,0 +1,107 @@
+// The replay loop: a flat pass over the bound items through the shared enqueue path. Every check
+// happened before (at bind, bind_input, bind_var, check_inputs): a replay enqueues the whole step.
+// No allocation, lookup or compile here.
+#include <chrono>
+
+#include "prune.hpp"
+#include "unit/unit.hpp"
+
+namespace encore::detail {
+
+void check_inputs(UnitImpl& u) {
+  const Plan& p = u.plan;
+  const size_t n = u.inputs.size();
+  // aliasing: only pairs with a slot bound since the last check
+  for (uint32_t s : u.changed_slots)
+    for (size_t t = 0; t < n; ++t) {
+      if (t == s) continue;
+      bool now = u.inputs[s].overlaps(u.inputs[t]);
+      if (now != static_cast<bool>(p.captured_overlap[s][t])) {
+        size_t i = std::min<size_t>(s, t), j = std::max<size_t>(s, t);
+        throw JitError(now ? "inputs " + std::to_string(i) + " and " + std::to_string(j) + " share storage (" + u.inputs[i].describe() + ", " +
+                                 u.inputs[j].describe() + ") but were different buffers at capture; replaying would alias them silently"
+                           : "inputs " + std::to_string(i) + " and " + std::to_string(j) + " were the same storage at capture but are different buffers now (" +
+                                 u.inputs[i].describe() + ", " + u.inputs[j].describe() + ")");
+      }
+    }
+  // an input that is this unit's own fresh output: eager execution would read it before writing a
+  // new output buffer, so replay reads a private copy taken first
+  for (uint32_t s : u.changed_slots) {
+    bool alias = p.is_fresh_output(u.inputs[s].impl()->root());
+    if (alias && p.slot_written[s])
+      throw JitError("input " + std::to_string(s) + " is " + u.inputs[s].describe() +
+                     ", an output of this same step, and the step writes that input: in eager execution the output would be a new buffer, "
+                     "so replay cannot give both results in one buffer. Pass a copy, or set fresh_outputs");
+    if (alias && !u.staging[s]) {
+      u.staging[s] = Buffer(u.inputs[s].device(), u.inputs[s].dtype(), u.inputs[s].count());
+      u.staging[s].impl()->ensure_allocated();
+    }
+  }
+  for (uint32_t s : u.changed_slots) {
+    bool alias = p.is_fresh_output(u.inputs[s].impl()->root());
+    u.staged[s] = alias;
+    const Buffer& in = alias ? u.staging[s] : u.inputs[s];
+    for (uint32_t e : p.slot_entries[s]) point_entry(u, e, entry_buffer(u, e, in));
+    u.slot_changed[s] = 0;
+  }
+  u.changed_slots.clear();
+}
+
+static void run_item(BoundItem& b) {
+  switch (b.kind) {
+    case ItemKind::kernel: enqueue_launch(*b.dev, *b.kernel, b.ld, nullptr); return;
+    case ItemKind::copy: enqueue_copy(*b.dst, *b.src, b.n, b.staging); return;
+    case ItemKind::upload: enqueue_upload(*b.dst, b.data, b.n, false); return;
+  }
+}
+
+// ENCORE_DEBUG=2: one item at a time, synchronously, with its line (slow by design).
+static void run_item_debug(const Plan& p, BoundItem& b) {
+  auto t0 = std::chrono::steady_clock::now();
+  run_item(b);
+  b.dev->finish();
+  debug_print_item(p.items[b.item], b.ld.dims, b.ld.gws, b.ld.lws, 0,
+                   std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+}
+
+template <class Run> static void run_items(UnitImpl& u, Binding& b, Run run) {
+  bool stale = false;
+  if (!testing::ignore_versions)
+    for (auto& [r, ver] : u.once_versions) stale = stale || r->version.load(std::memory_order_acquire) != ver;
+  if (!stale) {
+    for (uint32_t i = 0; i < b.n_replay; ++i) run(b.items[i]);
+    return;
+  }
+  // The versions this re-run answers for are taken before it: a write another thread makes while
+  // the one-time items run bumps past them, so the next replay sees it and runs them again.
+  for (auto& [r, ver] : u.once_versions) ver = r->version.load(std::memory_order_acquire);
+  // One-time items re-run at their places in step order: an earlier replayed item may read bytes a
+  // one-time item writes later in the step, and in eager execution it sees them before the rebuild.
+  const uint32_t n = static_cast<uint32_t>(b.items.size());
+  uint32_t k = b.n_replay;
+  for (uint32_t i = 0; i < b.n_replay; ++i) {
+    for (; k < n && b.items[k].item < b.items[i].item; ++k) run(b.items[k]);
+    run(b.items[i]);
+  }
+  for (; k < n; ++k) run(b.items[k]);
+  // our own writes: the remembered version follows each bump we make
+  for (uint32_t w : u.once_written) {
+    auto& [r, ver] = u.once_versions[w];
+    if (r->version.fetch_add(1, std::memory_order_acq_rel) == ver) ++ver;
+  }
+}
+
+void run_unit(UnitImpl& u) {
+  static const bool debug = debug_level() >= 2;
+  if (!u.bound) bind_unit(u);
+  if (!u.changed_slots.empty()) check_inputs(u);
+  Binding& b = *u.bound;
+  for (uint32_t s = 0; s < u.staged.size(); ++s)
+    if (u.staged[s]) enqueue_copy(*u.staging[s].impl(), *u.inputs[s].impl(), u.staging[s].nbytes(), nullptr);
+  if (debug) run_items(u, b, [&](BoundItem& x) { run_item_debug(u.plan, x); });
+  else run_items(u, b, run_item);
+  for (BufferImpl* r : b.written_roots) r->version.fetch_add(1, std::memory_order_acq_rel);
+  for (uint32_t e : b.written_entries) b.current[e].impl()->bump();
+}
+
+}  // namespace encore::detail

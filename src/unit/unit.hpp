@@ -1,0 +1,163 @@
+#pragma once
+// The unit's private structure, shared by src/unit/*.cpp and src/execution_unit.cpp only:
+//   Plan     — what to run: a pure function of (items, inputs, outputs, options); no device calls.
+//   Binding  — how to run it on its devices now: kernel objects with arguments set, the arena,
+//              the current buffer of every entry, staging memory. Rebuilt after free_intermediates.
+//   UnitImpl — a plan, its binding, and what persists across rebinding (bound inputs, variable
+//              values, the versions one-time items last saw).
+#include <array>
+#include <memory>
+#include <vector>
+
+#include "encore/execution_unit.hpp"
+#include "enqueue.hpp"
+#include "internal.hpp"
+
+namespace encore::detail {
+
+inline bool has(Access a, Access bit) { return (static_cast<uint8_t>(a) & static_cast<uint8_t>(bit)) != 0; }
+
+// A launch size as mul * variable + add (var -1: the literal add).
+struct SizeRef {
+  int32_t var = -1;
+  int64_t mul = 0, add = 0;
+};
+
+// One distinct buffer handle used by the items, and where its bytes live on replay.
+struct PlanEntry {
+  enum class Kind : uint8_t { fixed, input, planned } kind = Kind::fixed;
+  uint32_t slot = 0;    // input: its slot; planned: its arena
+  uint64_t rel = 0;     // input: byte offset inside the input; planned: byte offset in the arena
+  Buffer captured;      // as recorded (an unallocated placeholder for planned temps)
+  bool written = false; // a replayed item writes it
+};
+
+// One item as replay needs it: entries and variable slots instead of handles.
+struct PlanStep {
+  ItemKind kind = ItemKind::kernel;
+  bool one_time = false;
+  bool has_local = false;
+  uint32_t dims = 0;
+  std::array<SizeRef, 3> g{}, l{};
+  std::vector<uint32_t> arg_ref;  // kernel: per argument, its entry (buffer) or variable slot (variable)
+  uint32_t dst = 0, src = 0;      // copy / upload entries
+  bool cross_device = false;      // copy between two devices
+};
+
+struct Plan {
+  UnitOptions opt;
+  std::vector<ExecItem> items;  // as captured, planned temps replaced by placeholders
+  std::vector<PlanStep> steps;  // per item
+  std::vector<bool> one_time;
+  std::vector<PlanEntry> entries;
+  std::vector<Buffer> inputs, outputs;            // captured
+  std::vector<std::vector<uint32_t>> slot_entries; // per input slot: its entries
+  std::vector<std::vector<uint8_t>> captured_overlap;  // [i][j]: captured inputs i and j overlap
+  std::vector<bool> slot_written;
+  std::vector<Variable> vars;                      // in order of first use
+  std::vector<VarValue> var_init;                  // their values at capture
+  struct Arena {
+    std::shared_ptr<DeviceImpl> dev;
+    uint64_t bytes = 0;
+  };
+  std::vector<Arena> arenas;
+  std::vector<BufferImpl*> internal;               // roots created in the capture that nothing outside refers to
+  std::vector<BufferImpl*> fresh_output_roots;     // outputs created during the capture
+  std::vector<std::shared_ptr<DeviceImpl>> devices;
+  std::vector<std::string> keep_notes;             // ENCORE_DEBUG=1: why items that look one-time are kept
+  UnitStats stats;
+
+  bool is_internal(const BufferImpl* root) const;
+  bool is_fresh_output(const BufferImpl* root) const;
+  // Storages the items touch that outlive a call and are not inputs (closure state), as base buffers.
+  std::vector<Buffer> state_storages() const;
+};
+
+// Pure: classification, the one-time set, the arena plan, resolved arguments. JitError on a step
+// that cannot be replayed (refused here, never at a later call).
+Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vector<Buffer> outputs, UnitOptions opt,
+               std::vector<BufferImpl*> internal, const std::vector<uint64_t>& capture_ids);
+
+// Roots created during capture `capture_id` that no handle outside `items` refers to.
+std::vector<BufferImpl*> find_internal(const std::vector<ExecItem>& items, uint64_t capture_id);
+
+// One item ready to enqueue: what the replay loop reads, nothing else.
+struct BoundItem {
+  ItemKind kind = ItemKind::kernel;
+  bool dynamic = false;  // sizes depend on variables: `ld` is re-resolved when they change
+  LaunchDims ld;
+  DeviceImpl* dev = nullptr;
+  std::unique_ptr<BackendKernel> kernel;
+  BufferImpl* dst = nullptr;  // copy / upload: the entries' current buffers (re-pointed on rebinding)
+  BufferImpl* src = nullptr;
+  const unsigned char* data = nullptr;
+  size_t n = 0;
+  unsigned char* staging = nullptr;  // cross-platform copies: host bytes made at bind time
+  uint32_t item = 0;                 // index in the plan
+};
+
+struct KernelUse {
+  uint32_t bound, arg;
+};
+struct VarUse {
+  uint32_t bound, arg;
+  DType as;
+};
+
+// Device objects for one plan. Replayed items come first in `items` (step order), then one-time
+// items (step order).
+struct Binding {
+  std::vector<Buffer> arenas;
+  std::vector<Buffer> current;                  // per entry
+  std::vector<std::vector<KernelUse>> uses;     // per entry: kernel arguments that point at it
+  std::vector<std::vector<uint32_t>> copy_uses; // per entry: copy/upload items that use it
+  std::vector<BoundItem> items;
+  uint32_t n_replay = 0;
+  std::vector<std::vector<VarUse>> var_args;    // per variable: kernel arguments
+  std::vector<std::vector<uint32_t>> var_sizes; // per variable: items whose sizes use it
+  std::vector<std::unique_ptr<unsigned char[]>> staging;
+  std::vector<BufferImpl*> written_roots;       // bumped after each replay (fixed and planned storages)
+  std::vector<uint32_t> written_entries;        // input entries written (their storage follows the inputs)
+};
+
+struct UnitImpl {
+  static UnitImpl& of(const ExecutionUnit& u);
+  Plan plan;
+  std::unique_ptr<Binding> bound;  // null until bound, and after free_intermediates
+  // what persists across rebinding
+  std::vector<Buffer> inputs;            // bound now, per slot
+  std::vector<ViewCache> views;          // per entry: views of recent inputs
+  std::vector<uint32_t> changed_slots;   // bound since the last aliasing check
+  std::vector<uint8_t> slot_changed;
+  std::vector<Buffer> staging;           // per slot: private copy of an input that is this unit's own output
+  std::vector<uint8_t> staged;
+  std::vector<VarValue> vars;
+  std::vector<std::pair<BufferImpl*, uint64_t>> once_versions;  // what one-time items read or write
+  std::vector<uint32_t> once_written;    // indexes into once_versions of the storages they write
+  bool versions_taken = false;           // at the first bind: later binds must still see writes since
+};
+
+// binding.cpp
+void bind_unit(UnitImpl& u);
+// The buffer entry `e` uses when its input slot is bound to `in`.
+Buffer entry_buffer(UnitImpl& u, uint32_t e, const Buffer& in);
+void point_entry(UnitImpl& u, uint32_t e, const Buffer& b);
+// Resolves bound item `b`'s launch sizes under variable values `vars` (ArgumentError when invalid).
+void resolve_sizes(const Plan& p, const BoundItem& b, const std::vector<VarValue>& vars, LaunchDims& out);
+// Sets variable `slot` to `v`: every check (bounds of argument types, launch sizes) before any
+// change, so a failure leaves the unit as it was.
+void set_var(UnitImpl& u, uint32_t slot, VarValue v);
+// replay.cpp
+void check_inputs(UnitImpl& u);
+void run_unit(UnitImpl& u);
+
+// Verify mode's query: storages the unit touches that outlive a call and are not inputs.
+std::vector<Buffer> unit_state_storages(const ExecutionUnit& unit);
+
+struct UnitAccess {
+  static ExecutionUnit wrap(std::unique_ptr<UnitImpl> p);
+};
+std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vector<Buffer> outputs,
+                                    UnitOptions opt, std::vector<BufferImpl*> internal, const std::vector<uint64_t>& capture_ids);
+
+}  // namespace encore::detail
