@@ -172,3 +172,43 @@ TEST(AllocFreeReplay, UnitCL) {
   NEED_CL();
   run_unit(cl());
 }
+
+// More rotating view inputs than a small cache would hold: a ring of 16 slices of one buffer, each
+// passed in turn (the step also makes a view of its input, rebased onto every new slice). Once every
+// slice was seen, replays allocate nothing (DESIGN rule 4; issue: more than 4 allocated).
+TEST(AllocFreeReplay, RingOfSixteenViewInputs) {
+  for (Env* e : {&null_env(), have_cl() ? &cl() : nullptr}) {
+    if (!e) continue;
+    constexpr size_t kSlots = 16;
+    Buffer ring = make(e->dev, seq(kN * kSlots, 0.f));
+    std::vector<Buffer> slices;
+    for (size_t s = 0; s < kSlots; ++s) slices.push_back(ring.view(s * kN, kN));
+    Buffer acc = make(e->dev, std::vector<float>(kN / 2, 0.f));
+    TinyJit jit(
+        [&](const Buffer& x) {
+          Buffer hi = x.view(kN / 2, kN / 2);
+          e->dev.launch(e->accum, {kN / 2}, {}, acc, hi);
+        },
+        encore::JitOptions{});
+    for (size_t i = 0; i < 2 + kSlots; ++i) jit(slices[i % kSlots]);  // capture, then every slice once
+    e->dev.synchronize();
+    long allocs = 0;
+    {
+      AllocCounter c;
+      for (size_t i = 0; i < 5 * kSlots; ++i) jit(slices[(i * 7) % kSlots]);
+      allocs = c.count();
+    }
+    EXPECT_EQ(allocs, 0) << "heap allocations replaying a ring of " << kSlots << " view inputs on " << e->dev.id();
+    if (!e->dev.is_null()) {
+      // acc summed the upper half of every slice: 2 + 16 + 80 calls
+      std::vector<double> want(kN / 2, 0.0);
+      auto add = [&](size_t s) {
+        for (size_t j = 0; j < kN / 2; ++j) want[j] += static_cast<double>(s * kN + kN / 2 + j);
+      };
+      for (size_t i = 0; i < 2 + kSlots; ++i) add(i % kSlots);
+      for (size_t i = 0; i < 5 * kSlots; ++i) add((i * 7) % kSlots);
+      std::vector<float> got = acc.copyout<float>();
+      for (size_t j = 0; j < kN / 2; ++j) ASSERT_EQ(got[j], static_cast<float>(want[j])) << "element " << j;
+    }
+  }
+}
