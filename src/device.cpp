@@ -13,7 +13,8 @@ DeviceImpl::~DeviceImpl() = default;
 
 int debug_level() {
   static const int level = [] {
-    const char* d = std::getenv("DEBUG");
+    const char* d = std::getenv("ENCORE_DEBUG");
+    if (!d) d = std::getenv("DEBUG");  // the short alias
     return d ? std::atoi(d) : 0;
   }();
   return level;

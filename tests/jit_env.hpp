@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "encore/encore.hpp"
+#include "test_util.hpp"
 
 namespace encore_test {
 
@@ -35,10 +36,6 @@ struct Env {
         accum(prog.kernel("accum")) {}
 };
 
-inline bool have_cl() {
-  static const bool has = !encore::Device::list().empty();
-  return has;
-}
 
 // One Env per device for the whole process (PoCL compiles each new source in ~80 ms).
 inline Env& cl() {

@@ -17,6 +17,19 @@ TEST(UnitOptions, BatchIsRejectedClearly) {
   } catch (const encore::JitError& e) {
     EXPECT_NE(std::string(e.what()).find("not implemented"), std::string::npos) << e.what();
   }
-  // the jit stays usable: the failed capture is retried, and reset() + a working option set is fine
-  EXPECT_EQ(jit.calls(), 1);
+  // the jit stays usable: the failed capture did not count, and the next call retries it (and
+  // fails the same clear way, not with a stale half-built unit)
+  EXPECT_EQ(jit.calls(), 1u);
+  EXPECT_FALSE(jit.unit());
+  EXPECT_THROW(jit(x), encore::JitError);
+  EXPECT_EQ(jit.calls(), 1u);
+  // reset() starts over; without batch the same callable captures and replays
+  auto plain = encore::TinyJit([&](const encore::Buffer& b) { dev.launch(k, {64}, {}, b); }, encore::JitOptions{});
+  for (int i = 0; i < 3; ++i) plain(x);
+  EXPECT_EQ(plain.calls(), 3u);
+  EXPECT_TRUE(plain.unit());
+  jit.reset();
+  EXPECT_EQ(jit.calls(), 0u);
+  jit(x);
+  EXPECT_EQ(jit.calls(), 1u);
 }

@@ -14,6 +14,18 @@
 
 namespace encore_test {
 
+// The one guard for "no OpenCL device": tests that need one skip without it, unless
+// ENCORE_REQUIRE_CL=1 (CI sets it), where a missing or broken driver fails every such test.
+inline bool have_cl() {
+  static const bool has = !encore::Device::list().empty();
+  static const bool required = [] {
+    const char* v = std::getenv("ENCORE_REQUIRE_CL");
+    return v && *v && std::string(v) != "0";
+  }();
+  if (!has && required) ADD_FAILURE() << "ENCORE_REQUIRE_CL is set but no OpenCL device was found (is the ICD/PoCL installed?)";
+  return has;
+}
+
 // "CL:0", "CL:1", ... for every OpenCL device present.
 inline std::vector<std::string> cl_device_ids() {
   std::vector<std::string> ids;
@@ -25,6 +37,7 @@ inline std::vector<std::string> cl_device_ids() {
 // a parameterised suite then still has one instance, and it skips cleanly.
 inline std::vector<std::string> cl_params() {
   auto ids = cl_device_ids();
+  if (ids.empty() && std::getenv("ENCORE_REQUIRE_CL")) ids.push_back("required");  // fails in SetUp
   if (ids.empty()) ids.push_back("none");
   return ids;
 }
@@ -55,6 +68,10 @@ class DeviceTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     if (GetParam() == "none") GTEST_SKIP() << "no OpenCL device on this machine";
+    if (GetParam() == "required") {
+      have_cl();  // records the failure
+      GTEST_SKIP();
+    }
     dev = encore::Device::open(GetParam());
   }
   bool is_cl() const { return !dev.is_null(); }
