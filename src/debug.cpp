@@ -23,11 +23,13 @@ void debug_print_item(const ExecItem& item, uint32_t dims, const size_t* gws, co
   std::string dev = item.device().id();
   AllocatorStats st = item.device().allocator_stats();
   std::lock_guard<std::mutex> lock(mu);
-  std::fprintf(stderr, "encore %-6s %6llu %-28.28s %-24s mem %8.2f MB  %9.2f us%s  %8.2f GFLOP/s  %8.2f GB/s\n", dev.c_str(),
+  char line[512];
+  std::snprintf(line, sizeof line, "%-6s %6llu %-28.28s %-24s mem %8.2f MB  %9.2f us%s  %8.2f GFLOP/s  %8.2f GB/s", dev.c_str(),
                static_cast<unsigned long long>(++count), (item.kind == ItemKind::kernel ? (item.name.empty() ? item.kernel.name() : item.name)
                                                           : item.kind == ItemKind::copy ? std::string("copy") : std::string("upload")).c_str(),
                sizes.c_str(), st.bytes_in_use / 1e6, secs * 1e6, device_ns ? " (device)" : " (host)  ",
                secs > 0 ? item.estimate.ops / secs * 1e-9 : 0.0, secs > 0 ? bytes / secs * 1e-9 : 0.0);
+  log(LogLevel::debug, line);
 }
 
 }  // namespace encore::detail

@@ -31,13 +31,15 @@ std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buf
   u.in_flight.assign(static_cast<size_t>(p.opt.max_in_flight) * p.devices.size(), nullptr);
   if (debug_level() >= 1) {
     const UnitStats& st = p.stats;
-    std::fprintf(stderr,
-                 "encore: captured %zu items: %zu pruned, %zu replayed; %zu inputs, %zu variables; temps %zu planned: %llu -> %llu bytes "
-                 "(lower bound %llu); batches %zu\n",
-                 st.items, st.items_pruned, st.items_replayed, st.inputs, st.variables, st.planned_temps,
-                 static_cast<unsigned long long>(st.temp_bytes_naive), static_cast<unsigned long long>(st.temp_bytes_planned),
-                 static_cast<unsigned long long>(st.temp_bytes_lower_bound), st.batches);
-    for (const std::string& note : p.keep_notes) std::fprintf(stderr, "encore:   kept %s\n", note.c_str());
+    char line[320];
+    std::snprintf(line, sizeof line,
+                  "captured %zu items: %zu pruned, %zu replayed; %zu inputs, %zu variables; temps %zu planned: %llu -> %llu bytes "
+                  "(lower bound %llu); batches %zu",
+                  st.items, st.items_pruned, st.items_replayed, st.inputs, st.variables, st.planned_temps,
+                  static_cast<unsigned long long>(st.temp_bytes_naive), static_cast<unsigned long long>(st.temp_bytes_planned),
+                  static_cast<unsigned long long>(st.temp_bytes_lower_bound), st.batches);
+    log(LogLevel::info, line);
+    for (const std::string& note : p.keep_notes) log(LogLevel::info, "  kept " + note);
   }
   bind_unit(u);
   return up;

@@ -16,6 +16,7 @@
 #include "encore/device.hpp"
 #include "encore/event.hpp"
 #include "encore/exec_item.hpp"
+#include "encore/log.hpp"
 #include "encore/program.hpp"
 #include "encore/variable.hpp"
 
@@ -254,6 +255,8 @@ void choose_local(uint32_t dims, const size_t* global, size_t max_wg, size_t* lo
 std::optional<DType> scalar_dtype_of(const std::string& type_name);
 
 int debug_level();
+// Sends a message to the log sink (encore/log.hpp); by default printed only at ENCORE_DEBUG >= 1.
+void log(LogLevel level, std::string_view message);
 bool env_flag(const char* name, bool dflt);
 
 std::shared_ptr<DeviceImpl> open_opencl(int index);   // "CL:N"; -1: default

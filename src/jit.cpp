@@ -169,8 +169,8 @@ void JitCore::end_capture(const std::vector<Buffer>& outs) {
   if (verify_left > 0) {
     for (const ExecItem& it : unit.items())
       if (it.device().is_null()) {
-        std::fprintf(stderr, "encore: TinyJit verify skipped: %s computes nothing, so replay and eager results cannot be compared\n",
-                     it.device().id().c_str());
+        log(LogLevel::warning,
+            "TinyJit verify skipped: " + it.device().id() + " computes nothing, so replay and eager results cannot be compared");
         verify_left = 0;
         break;
       }

@@ -61,7 +61,7 @@ Program Device::compile(const std::string& source, const std::string& options) c
         p->kernels = std::move(r.kernels);
         p->from_disk = true;
       } catch (const Error& e) {
-        std::cerr << "encore: warning: cached binary " << p->disk_path << " was rejected (" << e.what() << "); recompiling\n";
+        detail::log(LogLevel::warning, "cached binary " + p->disk_path + " was rejected (" + e.what() + "); recompiling");
       }
     }
   }

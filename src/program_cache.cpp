@@ -123,7 +123,7 @@ std::optional<CacheEntry> cache_load(const std::string& path, const std::string&
     if (r.pos != body.size() || e.binary.empty()) throw std::runtime_error("trailing or missing data");
     return e;
   } catch (const std::exception& ex) {
-    std::cerr << "encore: warning: program cache entry " << path << " is corrupt (" << ex.what() << "); recompiling\n";
+    log(LogLevel::warning, "program cache entry " + path + " is corrupt (" + ex.what() + "); recompiling");
     std::error_code ec;
     fs::remove(path, ec);
     return std::nullopt;

@@ -338,15 +338,13 @@ TEST_P(ProgramCl, CorruptEntriesRecompileWithAWarning) {
     ASSERT_TRUE(fs::exists(path));
     c.damage();
     forget_in_memory(dev, src);
-    ::testing::internal::CaptureStderr();
+    std::string err;
     Program p;
-    try {
+    {
+      LogCapture log;
       p = dev.compile(src);
-    } catch (...) {
-      ::testing::internal::GetCapturedStderr();
-      throw;
+      err = log.text();
     }
-    std::string err = ::testing::internal::GetCapturedStderr();
     EXPECT_NE(err.find("warning"), std::string::npos) << "stderr: " << err;
     EXPECT_NE(err.find(path), std::string::npos) << "the warning names the entry: " << err;
     EXPECT_FALSE(p.from_disk_cache());
@@ -354,9 +352,9 @@ TEST_P(ProgramCl, CorruptEntriesRecompileWithAWarning) {
     // the rebuilt program replaced the bad entry: the next fresh state loads it
     p.save_cache();
     forget_in_memory(dev, src);
-    ::testing::internal::CaptureStderr();
+    LogCapture log;
     Program again = dev.compile(src);
-    EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+    EXPECT_EQ(log.text(), "");
     EXPECT_TRUE(again.from_disk_cache());
     expect_kernel_works(dev, again, "corrupt");
   }
@@ -500,7 +498,7 @@ TEST(DiskCache, ConcurrentWritersLeaveOneCompleteEntry) {
   };
   std::atomic<bool> stop{false};
   std::atomic<int> loads{0}, bad{0};
-  ::testing::internal::CaptureStderr();
+  LogCapture log;
   std::thread reader([&] {
     while (!stop) {
       if (auto e = detail::cache_load(path, key)) {
@@ -527,7 +525,7 @@ TEST(DiskCache, ConcurrentWritersLeaveOneCompleteEntry) {
   for (auto& w : writers) w.join();
   stop = true;
   reader.join();
-  std::string err = ::testing::internal::GetCapturedStderr();
+  std::string err = log.text();
   EXPECT_EQ(bad.load(), 0);
   EXPECT_EQ(err, "") << "no load saw a corrupt entry";
   auto final_entry = detail::cache_load(path, key);

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <random>
 #include <string>
 #include <vector>
@@ -25,6 +26,26 @@ inline bool have_cl() {
   if (!has && required) ADD_FAILURE() << "ENCORE_REQUIRE_CL is set but no OpenCL device was found (is the ICD/PoCL installed?)";
   return has;
 }
+
+// Collects encore's log messages (encore/log.hpp) while alive.
+class LogCapture {
+ public:
+  LogCapture() {
+    encore::set_log_sink([this](encore::LogLevel, std::string_view m) {
+      std::lock_guard<std::mutex> lock(mu_);
+      text_ += std::string(m) + "\n";
+    });
+  }
+  ~LogCapture() { encore::set_log_sink({}); }
+  std::string text() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return text_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::string text_;
+};
 
 // "CL:0", "CL:1", ... for every OpenCL device present.
 inline std::vector<std::string> cl_device_ids() {

@@ -9,6 +9,7 @@
 #include "encore/exec_item.hpp"
 #include "encore/execution_unit.hpp"
 #include "encore/jit.hpp"
+#include "encore/log.hpp"
 #include "encore/memory_planner.hpp"
 #include "encore/program.hpp"
 #include "encore/variable.hpp"
