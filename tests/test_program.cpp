@@ -16,6 +16,7 @@
 
 using namespace encore;
 using encore_test::DeviceTest;
+using encore_test::LogCapture;
 namespace fs = std::filesystem;
 using namespace std::string_literals;
 
@@ -341,9 +342,9 @@ TEST_P(ProgramCl, CorruptEntriesRecompileWithAWarning) {
     std::string err;
     Program p;
     {
-      LogCapture log;
+      LogCapture logs;
       p = dev.compile(src);
-      err = log.text();
+      err = logs.text();
     }
     EXPECT_NE(err.find("warning"), std::string::npos) << "stderr: " << err;
     EXPECT_NE(err.find(path), std::string::npos) << "the warning names the entry: " << err;
@@ -352,9 +353,9 @@ TEST_P(ProgramCl, CorruptEntriesRecompileWithAWarning) {
     // the rebuilt program replaced the bad entry: the next fresh state loads it
     p.save_cache();
     forget_in_memory(dev, src);
-    LogCapture log;
+    LogCapture logs;
     Program again = dev.compile(src);
-    EXPECT_EQ(log.text(), "");
+    EXPECT_EQ(logs.text(), "");
     EXPECT_TRUE(again.from_disk_cache());
     expect_kernel_works(dev, again, "corrupt");
   }
@@ -498,7 +499,7 @@ TEST(DiskCache, ConcurrentWritersLeaveOneCompleteEntry) {
   };
   std::atomic<bool> stop{false};
   std::atomic<int> loads{0}, bad{0};
-  LogCapture log;
+  LogCapture logs;
   std::thread reader([&] {
     while (!stop) {
       if (auto e = detail::cache_load(path, key)) {
@@ -525,7 +526,7 @@ TEST(DiskCache, ConcurrentWritersLeaveOneCompleteEntry) {
   for (auto& w : writers) w.join();
   stop = true;
   reader.join();
-  std::string err = log.text();
+  std::string err = logs.text();
   EXPECT_EQ(bad.load(), 0);
   EXPECT_EQ(err, "") << "no load saw a corrupt entry";
   auto final_entry = detail::cache_load(path, key);

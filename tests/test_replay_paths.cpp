@@ -141,9 +141,9 @@ TEST(ReplayPaths, VerifyOnNullIsSkipped) {
       },
       opts(true, 5));
   Buffer x = e.dev.alloc<float>(8);
-  LogCapture log;
+  LogCapture logs;
   for (int i = 0; i < 6; ++i) ASSERT_NO_THROW(jit(x)) << "call " << i;
-  std::string err = log.text();
+  std::string err = logs.text();
   EXPECT_TRUE(contains(err, "verify skipped")) << err;
   EXPECT_EQ(jit.calls(), 6u);
 }
