@@ -31,9 +31,10 @@ inline bool have_cl() {
 class LogCapture {
  public:
   LogCapture() {
-    encore::set_log_sink([this](encore::LogLevel, std::string_view m) {
+    encore::set_log_sink([this](encore::LogLevel l, std::string_view m) {
+      static const char* names[] = {"error", "warning", "info", "debug"};
       std::lock_guard<std::mutex> lock(mu_);
-      text_ += std::string(m) + "\n";
+      text_ += std::string(names[static_cast<int>(l)]) + ": " + std::string(m) + "\n";
     });
   }
   ~LogCapture() { encore::set_log_sink({}); }
