@@ -10,28 +10,40 @@ using detail::BufferImpl;
 namespace detail {
 
 BufferImpl::~BufferImpl() {
-  if (view_mem) dev->free_view(view_mem);
-  if (mem && owned) dev->allocator->free(mem, alloc_bytes);
-  else if (mem) dev->raw_free(mem);  // adopted native memory: drop our reference only
+  if (void* v = view_mem.load(std::memory_order_acquire)) dev->free_view(v);
+  void* m = mem.load(std::memory_order_acquire);
+  if (m && owned) dev->allocator->free(m, alloc_bytes);
+  else if (m) dev->raw_free(m);  // adopted native memory: drop our reference only
 }
 
+// Double-checked: the unlocked acquire load pairs with the release store made under the lock, so
+// a thread that sees the pointer also sees the allocation (and alloc_bytes) complete.
 void BufferImpl::ensure_allocated() {
   BufferImpl* r = root();
-  if (r->mem) return;
+  if (r->mem.load(std::memory_order_acquire)) return;
   std::lock_guard<std::mutex> lock(r->view_mu);
-  if (!r->mem) r->mem = dev->allocator->alloc(r->nbytes, &r->alloc_bytes);
+  if (r->mem.load(std::memory_order_relaxed)) return;
+  size_t got = 0;
+  void* m = dev->allocator->alloc(r->nbytes, &got);
+  r->alloc_bytes = got;
+  r->mem.store(m, std::memory_order_release);
 }
 
 void* BufferImpl::handle() {
   if (!base) {
-    if (!mem) ensure_allocated();
-    return mem;
+    if (void* m = mem.load(std::memory_order_acquire)) return m;
+    ensure_allocated();
+    return mem.load(std::memory_order_acquire);
   }
-  if (view_mem) return view_mem;
+  if (void* v = view_mem.load(std::memory_order_acquire)) return v;
   ensure_allocated();
   std::lock_guard<std::mutex> lock(view_mu);
-  if (!view_mem) view_mem = dev->make_view(base->mem, offset, nbytes);
-  return view_mem;
+  void* v = view_mem.load(std::memory_order_relaxed);
+  if (!v) {
+    v = dev->make_view(base->mem.load(std::memory_order_acquire), offset, nbytes);
+    view_mem.store(v, std::memory_order_release);
+  }
+  return v;
 }
 
 Buffer ViewCache::get(const Buffer& in, DType dtype, uint64_t rel, size_t count) {
@@ -50,14 +62,27 @@ Buffer ViewCache::get(const Buffer& in, DType dtype, uint64_t rel, size_t count)
 
 }  // namespace detail
 
+namespace detail {
+
+size_t checked_bytes(const char* what, size_t count, DType dtype) {
+  size_t bytes = 0;
+  if (__builtin_mul_overflow(count, size(dtype), &bytes) || bytes > max_buffer_bytes)
+    throw ArgumentError(std::string(what) + ": " + std::to_string(count) + " elements of " + std::string(encore::name(dtype)) +
+                        " are more than the " + std::to_string(max_buffer_bytes) + " bytes a buffer can hold");
+  return bytes;
+}
+
+}  // namespace detail
+
 Buffer::Buffer(const Device& device, DType dtype, size_t count) {
   if (!device) throw ArgumentError("Buffer: null device");
   if (count == 0) throw ArgumentError("Buffer: element count must be > 0");
+  const size_t nbytes = detail::checked_bytes("Buffer", count, dtype);
   impl_ = std::make_shared<BufferImpl>();
   impl_->dev = device.shared_impl();
   impl_->dtype = dtype;
   impl_->count = count;
-  impl_->nbytes = count * size(dtype);
+  impl_->nbytes = nbytes;
   if (detail::Recorder* r = detail::current_recorder()) impl_->capture_id = r->id;
 }
 
@@ -73,7 +98,7 @@ size_t Buffer::nbytes() const { return need(impl_).nbytes; }
 size_t Buffer::offset() const { return need(impl_).offset; }
 bool Buffer::is_view() const { return need(impl_).base != nullptr; }
 Buffer Buffer::base() const { return need(impl_).base ? Buffer(impl_->base) : *this; }
-bool Buffer::allocated() const { return need(impl_).root()->mem != nullptr; }
+bool Buffer::allocated() const { return need(impl_).root()->mem.load(std::memory_order_acquire) != nullptr; }
 const std::string& Buffer::name() const { return need(impl_).name; }
 Buffer& Buffer::set_name(std::string n) {
   need(impl_).name = std::move(n);
@@ -97,14 +122,19 @@ bool Buffer::overlaps(const Buffer& o) const {
 }
 
 Buffer Buffer::view(size_t offset, size_t count) const {
-  size_t es = size(dtype());
-  return view_as(dtype(), offset * es, count);
+  const size_t es = size(dtype());
+  size_t byte_offset = 0;
+  if (__builtin_mul_overflow(offset, es, &byte_offset) || byte_offset > need(impl_).nbytes)
+    throw ArgumentError("Buffer::view: element offset " + std::to_string(offset) + " lies beyond the end of " + describe() + " (" +
+                        std::to_string(impl_->count) + " elements)");
+  return view_as(dtype(), byte_offset, count);
 }
 
 Buffer Buffer::view_as(DType t, size_t byte_offset, size_t count) const {
   BufferImpl& b = need(impl_);
-  size_t nb = count * size(t);
-  if (count == 0 || byte_offset + nb > b.nbytes)
+  size_t nb = 0, end = 0;
+  const bool overflow = __builtin_mul_overflow(count, size(t), &nb) || __builtin_add_overflow(byte_offset, nb, &end);
+  if (count == 0 || overflow || end > b.nbytes)
     throw ArgumentError("Buffer::view: " + std::to_string(count) + " elements of " + std::string(encore::name(t)) +
                         " at byte " + std::to_string(byte_offset) + " do not fit in " + describe() + " (" +
                         std::to_string(b.nbytes) + " bytes)");

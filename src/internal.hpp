@@ -46,9 +46,10 @@ struct BackendKernel {
   virtual void set_arg(uint32_t index, size_t size, const void* value) = 0;
   virtual void set_buffer(uint32_t index, void* mem) = 0;
   virtual void set_local(uint32_t index, size_t bytes) = 0;
-  // CL_KERNEL_WORK_GROUP_SIZE: the most work items one group of this kernel may have (0: the
-  // device's limit).
-  virtual size_t max_work_group_size() const { return 0; }
+  // The most work items per work group this kernel can launch with on its device (OpenCL:
+  // CL_KERNEL_WORK_GROUP_SIZE, read once when the kernel object is made; it may be below the
+  // device's max_work_group_size for a kernel heavy in registers or local memory).
+  virtual size_t max_work_group_size() const = 0;
 };
 
 struct BackendProgram {
@@ -169,6 +170,12 @@ class Allocator {
   AllocatorStats st_;
 };
 
+// The most bytes one buffer can hold. Larger requests are an ArgumentError, so byte arithmetic on
+// sizes and offsets (offset + bytes, allocator size classes) never wraps.
+constexpr size_t max_buffer_bytes = SIZE_MAX >> 1;
+// count * size(dtype); ArgumentError naming `what`, the request and the limit when over it.
+size_t checked_bytes(const char* what, size_t count, DType dtype);
+
 struct BufferImpl {
   std::shared_ptr<DeviceImpl> dev;
   DType dtype = DType::f32;
@@ -177,13 +184,14 @@ struct BufferImpl {
   size_t offset = 0;                 // bytes into the root
   std::string name;
   uint64_t capture_id = 0;           // the capture during which this handle was created, 0 if none
-  // root only
-  void* mem = nullptr;
+  // root only. `mem` is set once, under view_mu, with release order (alloc_bytes before it), so any
+  // thread that loads it non-null (acquire, or the seq_cst of a plain read) sees a complete allocation.
+  std::atomic<void*> mem{nullptr};
   size_t alloc_bytes = 0;
   bool owned = true;                 // false for adopted native memory (released, not cached)
   std::atomic<uint64_t> version{0};
-  // views only: the backend view handle, made on first use
-  void* view_mem = nullptr;
+  // views only: the backend view handle, made on first use (set once under view_mu, like mem)
+  std::atomic<void*> view_mem{nullptr};
   std::mutex view_mu;
 
   BufferImpl() = default;
@@ -280,4 +288,7 @@ void debug_print_item(const ExecItem& item, uint32_t dims, const size_t* gws, co
 namespace encore::testing {
 // Kernel arguments set on NULL-device kernel objects so far (tests: replay re-sets only changes).
 ENCORE_API extern std::atomic<uint64_t> null_arg_sets;
+// Work-group limit of NULL-device kernel objects made from now on (0: the device's maximum). A NULL
+// launch whose local size exceeds its kernel's limit throws, as OpenCL does (CL_INVALID_WORK_GROUP_SIZE).
+ENCORE_API extern std::atomic<size_t> null_kernel_work_group_limit;
 }  // namespace encore::testing

@@ -371,3 +371,34 @@ TEST(ReplayPaths, TinyJitMoves) {
       EXPECT_EQ(r.copyout<float>(), seq(8, 2.f));
     }
 }
+
+// Issue 8.12: a constant-table kernel whose table parameter is not const defaults to inout and is
+// kept; ENCORE_DEBUG=1 says which item and why, with the fix. The level is read once per process:
+// meson runs this test again in a process of its own with ENCORE_DEBUG=1 (test "debug-notes").
+TEST(DebugNotes, SayWhyALookalikeOneTimeItemIsKept) {
+  const char* level = std::getenv("ENCORE_DEBUG");
+  if (!level || std::string(level) != "1") GTEST_SKIP() << "runs with ENCORE_DEBUG=1 (meson test debug-notes)";
+  SetEnv& e = set_null();
+  Buffer table = e.dev.alloc<int32_t>(16);
+  Buffer y = e.dev.alloc<float>(16);
+  std::string text;
+  {
+    LogCapture logs;
+    encore::Capture cap;
+    e.dev.launch(e.setk, {16}, {}, table, 7);  // `__global int* y`: inout by default, so it reads its output
+    e.dev.launch(e.dbl, {16}, {}, y);
+    EXPECT_EQ(cap.end().stats().items_pruned, 0u);
+    text = logs.text();
+  }
+  EXPECT_TRUE(contains(text, "captured 2 items")) << text;
+  EXPECT_TRUE(contains(text, "item 0")) << text;
+  EXPECT_TRUE(contains(text, "setk")) << text;
+  EXPECT_TRUE(contains(text, "encore::out()")) << text;
+  // with the access declared, the table is one-time and no note names it
+  LogCapture logs;
+  encore::Capture cap;
+  e.dev.launch(e.setk, {16}, {}, encore::out(table), 7);
+  e.dev.launch(e.dbl, {16}, {}, y);
+  EXPECT_EQ(cap.end().stats().items_pruned, 1u);
+  EXPECT_FALSE(contains(logs.text(), "setk")) << logs.text();
+}

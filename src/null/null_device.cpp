@@ -1,5 +1,6 @@
 // The NULL device: buffers in host memory, copies and transfers work, kernel launches do nothing.
 // It measures encore's own overhead; programs are "built" by reading their kernel signatures.
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -8,6 +9,7 @@
 
 namespace encore::testing {
 std::atomic<uint64_t> null_arg_sets{0};
+std::atomic<size_t> null_kernel_work_group_limit{0};
 }
 
 namespace encore::detail {
@@ -16,14 +18,23 @@ namespace {
 
 // Counts argument sets, so tests can check that replay re-sets only what changed.
 struct NullKernel final : BackendKernel {
+  NullKernel(std::string name, size_t max_wg) : name(std::move(name)), max_wg(max_wg) {}
   void set_arg(uint32_t, size_t, const void*) override { ++testing::null_arg_sets; }
   void set_buffer(uint32_t, void*) override { ++testing::null_arg_sets; }
   void set_local(uint32_t, size_t) override { ++testing::null_arg_sets; }
+  size_t max_work_group_size() const override { return max_wg; }
+  std::string name;
+  size_t max_wg;
 };
 
 struct NullProgram final : BackendProgram {
-  std::unique_ptr<BackendKernel> create_kernel(const std::string&) override { return std::make_unique<NullKernel>(); }
+  explicit NullProgram(size_t device_max_wg) : device_max_wg(device_max_wg) {}
+  std::unique_ptr<BackendKernel> create_kernel(const std::string& name) override {
+    const size_t forced = testing::null_kernel_work_group_limit.load();
+    return std::make_unique<NullKernel>(name, forced ? std::min(forced, device_max_wg) : device_max_wg);
+  }
   std::vector<unsigned char> binary() override { return {}; }
+  size_t device_max_wg;
 };
 
 class NullDevice final : public DeviceImpl {
@@ -59,7 +70,17 @@ class NullDevice final : public DeviceImpl {
     copy(dst, doff, src, soff, n);
     return true;
   }
-  void launch(BackendKernel&, uint32_t, const size_t*, const size_t*, uint64_t* device_ns) override {
+  // Does nothing, after the check OpenCL makes (CL_INVALID_WORK_GROUP_SIZE), so that a local size
+  // over the kernel's limit fails on NULL as it would on a device.
+  void launch(BackendKernel& k, uint32_t dims, const size_t*, const size_t* local, uint64_t* device_ns) override {
+    if (local) {
+      size_t items = 1;
+      for (uint32_t d = 0; d < dims; ++d) items *= local[d];
+      if (const size_t max = k.max_work_group_size(); items > max) [[unlikely]]
+        throw DeviceError("NULL device: kernel " + static_cast<NullKernel&>(k).name + " launched with " + std::to_string(items) +
+                          " work items per group, over its limit of " + std::to_string(max) +
+                          " (CL_INVALID_WORK_GROUP_SIZE on OpenCL)");
+    }
     if (device_ns) *device_ns = 0;
   }
   void finish() override {}
@@ -67,7 +88,7 @@ class NullDevice final : public DeviceImpl {
                     const std::vector<KernelSignature>*) override {
     BuildResult r;
     r.kernels = parse_kernel_signatures(source);
-    r.program = std::make_unique<NullProgram>();
+    r.program = std::make_unique<NullProgram>(info.max_work_group_size);
     return r;
   }
   std::string cache_key_prefix() const override { return "NULL"; }

@@ -118,7 +118,8 @@ std::shared_ptr<PlatformContext> context_for(cl_platform_id p) {
 
 class ClKernel final : public BackendKernel {
  public:
-  explicit ClKernel(cl::KernelH k, std::string name) : k_(std::move(k)), name_(std::move(name)) {}
+  ClKernel(cl::KernelH k, std::string name, size_t max_wg) : k_(std::move(k)), name_(std::move(name)), max_wg_(max_wg) {}
+  size_t max_work_group_size() const override { return max_wg_; }
   void set_arg(uint32_t i, size_t size, const void* value) override {
     // the message is built only on failure: these calls are on the allocation-free replay path
     if (cl_int st = clSetKernelArg(k_.get(), i, size, value); st != CL_SUCCESS)
@@ -139,6 +140,7 @@ class ClKernel final : public BackendKernel {
  private:
   cl::KernelH k_;
   std::string name_;
+  size_t max_wg_;
 };
 
 class ClProgram final : public BackendProgram {
@@ -148,7 +150,10 @@ class ClProgram final : public BackendProgram {
     cl_int err = CL_SUCCESS;
     cl::KernelH k(clCreateKernel(p_.get(), name.c_str(), &err));
     cl::check(err, "clCreateKernel", name);
-    return std::make_unique<ClKernel>(std::move(k), name);
+    size_t max_wg = 0;
+    cl::check(clGetKernelWorkGroupInfo(k.get(), dev_, CL_KERNEL_WORK_GROUP_SIZE, sizeof max_wg, &max_wg, nullptr),
+              "clGetKernelWorkGroupInfo(CL_KERNEL_WORK_GROUP_SIZE)", name);
+    return std::make_unique<ClKernel>(std::move(k), name, std::max<size_t>(max_wg, 1));
   }
   std::vector<unsigned char> binary() override {
     cl_uint nd = 0;
@@ -485,7 +490,7 @@ Buffer adopt(const Device& dev, cl_mem mem, DType dtype, size_t count) {
   cl::check(clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof bytes, &bytes, nullptr), "clGetMemObjectInfo");
   cl::check(clGetMemObjectInfo(mem, CL_MEM_CONTEXT, sizeof ctx, &ctx, nullptr), "clGetMemObjectInfo");
   if (ctx != d.ctx()) throw ArgumentError("encore::opencl::adopt: the cl_mem belongs to another context than " + dev.id());
-  if (count == 0 || count * size(dtype) > bytes)
+  if (count == 0 || detail::checked_bytes("encore::opencl::adopt", count, dtype) > bytes)
     throw ArgumentError("encore::opencl::adopt: " + std::to_string(count) + " elements of " + std::string(name(dtype)) +
                         " do not fit in the cl_mem's " + std::to_string(bytes) + " bytes");
   cl::check(clRetainMemObject(mem), "clRetainMemObject");
@@ -493,7 +498,7 @@ Buffer adopt(const Device& dev, cl_mem mem, DType dtype, size_t count) {
   b->dev = dev.shared_impl();
   b->dtype = dtype;
   b->count = count;
-  b->nbytes = count * size(dtype);
+  b->nbytes = count * size(dtype);  // checked above
   b->mem = mem;
   b->alloc_bytes = bytes;
   b->owned = false;  // released, never returned to encore's allocator

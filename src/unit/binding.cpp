@@ -21,8 +21,9 @@ void point_entry(UnitImpl& u, uint32_t e, const Buffer& b) {
   if (!bd || bd->current[e].impl() == b.impl()) return;
   b.impl()->ensure_allocated();
   void* h = b.impl()->handle();
-  bd->current[e] = b;
+  // arguments first: if setting one fails, `current` still differs from b and a retry sets them all
   for (const KernelUse& k : bd->uses[e]) bd->items[k.bound].kernel->set_buffer(k.arg, h);
+  bd->current[e] = b;
   for (uint32_t bi : bd->copy_uses[e]) {
     BoundItem& it = bd->items[bi];
     const PlanStep& st = u.plan.steps[it.item];
@@ -63,9 +64,17 @@ void set_var(UnitImpl& u, uint32_t slot, VarValue v) {
     u.vars[slot] = old;
     throw;
   }
-  for (const VarUse& use : bd->var_args[slot]) {
-    uint64_t bits = var_arg_bits(vs, v.i, v.f, use.as);
-    bd->items[use.bound].kernel->set_arg(use.arg, size(use.as), &bits);
+  try {
+    for (const VarUse& use : bd->var_args[slot]) {
+      uint64_t bits = var_arg_bits(vs, v.i, v.f, use.as);
+      bd->items[use.bound].kernel->set_arg(use.arg, size(use.as), &bits);
+    }
+  } catch (...) {
+    // some kernels may hold the new value and some the old: the next run binds afresh
+    u.vars[slot] = old;
+    u.wait_in_flight();
+    u.bound.reset();
+    throw;
   }
   for (uint32_t bi : bd->var_sizes[slot]) resolve_sizes(u.plan, bd->items[bi], u.vars, bd->items[bi].ld);
 }

@@ -188,7 +188,20 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
     }
     pitems[i].volatile_ = touches_input || u.items[i].uses_variables();
   }
-  u.one_time = opt.prune ? one_time_items(pitems) : std::vector<bool>(n, false);
+  if (opt.prune) {
+    PruneResult pr = prune(pitems);
+    u.one_time = std::move(pr.one_time);
+    // ENCORE_DEBUG=1: items that would be one-time but for exactly one condition, and which
+    for (uint32_t i = 0; i < n && debug_level() >= 1; ++i) {
+      const KeepWhy& w = pr.why[i];
+      if (u.one_time[i] || w.reason == KeepReason::none || w.reason == KeepReason::volatile_) continue;
+      std::string note = "item " + std::to_string(i) + " (" + u.items[i].describe() + "): " + describe(w.reason);
+      if (w.other != no_item && w.other != i) note += " [item " + std::to_string(w.other) + ": " + u.items[w.other].describe() + "]";
+      u.keep_notes.push_back(std::move(note));
+    }
+  } else {
+    u.one_time.assign(n, false);
+  }
   for (uint32_t i = 0; i < n; ++i) u.steps[i].one_time = u.one_time[i];
 
   // planning: internal roots untouched by one-time items and cross-device copies, first written

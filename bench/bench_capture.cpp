@@ -1,0 +1,55 @@
+// Capture cost (record + prune + plan + bind) of steps where every item touches one buffer: an
+// accumulator, an RNG state or a KV cache updated by every layer. Issue 8 item 14: this shape was
+// quadratic (20,000 items: 8.8 s on NULL). Goal: 100,000 items under 1 s on NULL (release build).
+//   bench-capture --benchmark_min_time=0.05                 # NULL (default)
+//   ENCORE_DEVICE=CL bench-capture --benchmark_filter=/1000/  # on OpenCL
+// Shapes: shared    every item `acc(state)`: state is inout in every item;
+//         shared+temp  every item `acc2(state, t)` with a new temporary t per item (planned).
+// Counters: per_item (capture time per item), end (Capture::end(): prune, plan, bind).
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdlib>
+
+#include "encore/encore.hpp"
+
+namespace {
+
+encore::Device device() {
+  const char* d = std::getenv("ENCORE_DEVICE");
+  return encore::Device::open(d && *d ? d : "NULL");
+}
+
+constexpr const char* kSrc =
+    "__kernel void acc(__global float* s) { s[get_global_id(0)] += 1.0f; }\n"
+    "__kernel void acc2(__global float* s, __global float* t) { size_t i = get_global_id(0); t[i] = s[i]; s[i] += t[i]; }\n";
+
+template <bool Temp> void capture(benchmark::State& state) {
+  const encore::Device dev = device();
+  const encore::Program p = dev.compile(kSrc);
+  const encore::Kernel k = p.kernel(Temp ? "acc2" : "acc");
+  const encore::Buffer s = dev.alloc<float>(64);
+  s.copyin(std::vector<float>(64, 0.f));
+  const int64_t n = state.range(0);
+  double end_s = 0;
+  for (auto _ : state) {
+    encore::Capture cap;
+    for (int64_t i = 0; i < n; ++i) {
+      if (Temp) dev.launch(k, {64}, {}, s, dev.alloc<float>(64));
+      else dev.launch(k, {64}, {}, s);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    encore::ExecutionUnit unit = cap.end();
+    end_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    benchmark::DoNotOptimize(unit.stats());
+    if (unit.stats().items_pruned != 0) state.SkipWithError("an item touching the shared buffer was pruned");
+  }
+  state.counters["per_item"] = benchmark::Counter(double(n), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["end"] = benchmark::Counter(end_s, benchmark::Counter::kAvgIterations);
+}
+
+}  // namespace
+
+BENCHMARK(capture<false>)->Name("capture/shared")->Arg(1000)->Arg(5000)->Arg(20000)->Arg(100000)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(capture<true>)->Name("capture/shared+temp")->Arg(1000)->Arg(20000)->Arg(100000)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_MAIN();

@@ -1,0 +1,162 @@
+#include "fault_device.hpp"
+
+#include "internal.hpp"
+
+namespace encore_test {
+
+namespace {
+
+using encore::detail::BackendKernel;
+using encore::detail::BackendProgram;
+using encore::detail::BuildResult;
+using encore::detail::DeviceImpl;
+using encore::detail::KernelSignature;
+
+// Counts a backend call; throws on the armed one.
+void tick(FaultControl& c, const char* what, const std::string& detail = {}) {
+  const long n = c.calls++;
+  long at = c.fail_at.load();
+  if (n != at || !c.fail_at.compare_exchange_strong(at, -1)) return;
+  ++c.fired;
+  std::string msg = "call " + std::to_string(n) + ": " + what + (detail.empty() ? "" : " " + detail);
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    c.last_fault = msg;
+  }
+  throw encore::DeviceError("injected fault at " + msg);
+}
+
+class FaultKernel final : public BackendKernel {
+ public:
+  FaultKernel(std::shared_ptr<FaultControl> c, std::unique_ptr<BackendKernel> inner, std::string name)
+      : c_(std::move(c)), inner_(std::move(inner)), name_(std::move(name)) {}
+  void set_arg(uint32_t i, size_t size, const void* value) override {
+    tick(*c_, "set_arg", name_);
+    inner_->set_arg(i, size, value);
+    grow(i);
+    args_.ptr[i] = nullptr;
+    args_.bytes[i] = {};
+    std::memcpy(args_.bytes[i].data(), value, std::min<size_t>(size, 8));
+  }
+  void set_buffer(uint32_t i, void* mem) override {
+    tick(*c_, "set_buffer", name_);
+    inner_->set_buffer(i, mem);
+    grow(i);
+    args_.ptr[i] = mem;
+  }
+  void set_local(uint32_t i, size_t bytes) override {
+    tick(*c_, "set_local", name_);
+    inner_->set_local(i, bytes);
+    grow(i);
+  }
+  size_t max_work_group_size() const override { return inner_->max_work_group_size(); }
+
+  BackendKernel& inner() { return *inner_; }
+  const std::string& name() const { return name_; }
+  const HostArgs& args() const { return args_; }
+
+ private:
+  void grow(uint32_t i) {
+    if (args_.ptr.size() <= i) {
+      args_.ptr.resize(i + 1);
+      args_.bytes.resize(i + 1);
+    }
+  }
+  std::shared_ptr<FaultControl> c_;
+  std::unique_ptr<BackendKernel> inner_;
+  std::string name_;
+  HostArgs args_;
+};
+
+class FaultProgram final : public BackendProgram {
+ public:
+  FaultProgram(std::shared_ptr<FaultControl> c, std::unique_ptr<BackendProgram> inner) : c_(std::move(c)), inner_(std::move(inner)) {}
+  std::unique_ptr<BackendKernel> create_kernel(const std::string& name) override {
+    tick(*c_, "create_kernel", name);
+    return std::make_unique<FaultKernel>(c_, inner_->create_kernel(name), name);
+  }
+  std::vector<unsigned char> binary() override { return inner_->binary(); }
+
+ private:
+  std::shared_ptr<FaultControl> c_;
+  std::unique_ptr<BackendProgram> inner_;
+};
+
+class FaultDevice final : public DeviceImpl {
+ public:
+  FaultDevice(std::shared_ptr<FaultControl> c, int serial) : c_(std::move(c)), inner_(encore::detail::open_null()) {
+    info = inner_->info;
+    info.id = "FAULT:" + std::to_string(serial);
+    info.name = "fault injection over host memory";
+  }
+  ~FaultDevice() override { allocator.reset(); }  // frees cached memory while this object is whole
+
+  void* raw_alloc(size_t bytes) override {
+    tick(*c_, "alloc", std::to_string(bytes) + " bytes");
+    void* p = inner_->raw_alloc(bytes);
+    ++c_->live_allocs;
+    return p;
+  }
+  void raw_free(void* mem) override {
+    --c_->live_allocs;
+    inner_->raw_free(mem);
+  }
+  void* make_view(void* root, size_t offset, size_t bytes) override {
+    tick(*c_, "make_view");
+    void* v = inner_->make_view(root, offset, bytes);
+    ++c_->live_views;
+    return v;
+  }
+  void free_view(void* view) override {
+    --c_->live_views;
+    inner_->free_view(view);
+  }
+  void write(void* root, size_t offset, const void* src, size_t n, bool blocking) override {
+    tick(*c_, "write");
+    inner_->write(root, offset, src, n, blocking);
+  }
+  void read(void* root, size_t offset, void* dst, size_t n) override {
+    tick(*c_, "read");
+    inner_->read(root, offset, dst, n);
+  }
+  void copy(void* dst, size_t doff, void* src, size_t soff, size_t n) override {
+    tick(*c_, "copy");
+    inner_->copy(dst, doff, src, soff, n);
+  }
+  bool copy_from(DeviceImpl& src_dev, void* dst, size_t doff, void* src, size_t soff, size_t n) override {
+    if (&src_dev != this) return false;
+    copy(dst, doff, src, soff, n);
+    return true;
+  }
+  void launch(BackendKernel& k, uint32_t dims, const size_t* global, const size_t* local, uint64_t* device_ns) override {
+    auto& fk = static_cast<FaultKernel&>(k);
+    tick(*c_, "launch", fk.name());
+    inner_->launch(fk.inner(), dims, global, local, device_ns);
+    if (auto f = c_->kernels.find(fk.name()); f != c_->kernels.end()) f->second(fk.args(), dims, global);
+  }
+  void finish() override {
+    tick(*c_, "finish");
+    inner_->finish();
+  }
+  BuildResult build(const std::string& source, const std::string& options, const std::vector<unsigned char>* binary,
+                    const std::vector<KernelSignature>* cached) override {
+    tick(*c_, "build");
+    BuildResult r = inner_->build(source, options, binary, cached);
+    r.program = std::make_unique<FaultProgram>(c_, std::move(r.program));
+    return r;
+  }
+  std::string cache_key_prefix() const override { return info.id; }
+
+ private:
+  std::shared_ptr<FaultControl> c_;
+  std::shared_ptr<DeviceImpl> inner_;
+};
+
+}  // namespace
+
+encore::Device open_fault_device(std::shared_ptr<FaultControl> ctl) {
+  static std::atomic<int> serial{0};
+  return encore::Device(std::make_shared<FaultDevice>(std::move(ctl), serial++));
+}
+
+}  // namespace encore_test
