@@ -45,7 +45,7 @@ bool parse(int argc, char** argv, Options& o) {
       ("data", po::value(&o.data)->default_value(o.data), "folder with the Fashion-MNIST .gz files")
       ("limit", po::value(&o.limit)->default_value(0), "use only the first N training images (0: all)")
       ("min-accuracy", po::value(&o.min_accuracy)->default_value(o.min_accuracy), "exit 1 below this test accuracy")
-      ("save-step", po::value(&o.save_step), "write the captured training step as a workload file")
+      ("save-step", po::value(&o.save_step), "write the captured training step as a workload file (with a fresh optimizer state)")
       ("bench-gemm", po::bool_switch(&o.bench_gemm), "measure GFLOP/s of each GEMM shape and exit");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, d), vm);
@@ -169,6 +169,7 @@ int run(const Options& o) {
               st.items, st.items_pruned, st.items_replayed, double(st.temp_bytes_naive) / 1024, double(st.temp_bytes_planned) / 1024,
               st.planned_temps);
   if (!o.save_step.empty()) {
+    model.reset_optimizer();  // zero moments and gradients: saved as "zeros", keeping the file small
     encore::workload::save_workload(step.unit(), o.save_step, {.name = "fmnist_step"});
     std::printf("saved the training step to %s\n", o.save_step.c_str());
   }

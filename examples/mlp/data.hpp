@@ -21,7 +21,10 @@ struct Batch {
   encore::Buffer x, y;
   Batch() = default;
   Batch(const encore::Device& dev, int rows, int features)
-      : x(dev.alloc<float>(size_t(rows) * features)), y(dev.alloc<int32_t>(size_t(rows))) {}
+      : x(dev.alloc<float>(size_t(rows) * features)), y(dev.alloc<int32_t>(size_t(rows))) {
+    x.set_name("images");
+    y.set_name("labels");
+  }
   void upload(const std::vector<float>& hx, const std::vector<int32_t>& hy) const {
     x.copyin(hx);
     y.copyin(hy);

@@ -82,6 +82,10 @@ void Model::init(uint64_t seed) {
       for (int c = 0; c < l.out; ++c) p[l.w_offset + size_t(r) * l.out_pad + c] = hash_uniform(seed, idx++, -bound, bound);
   }
   params_.copyin(p);
+  reset_optimizer();
+}
+
+void Model::reset_optimizer() const {
   const std::vector<float> zeros(total_, 0.0f);
   grads_.copyin(zeros);  // gaps between tensors stay zero: Adam leaves their parameters at zero
   m_.copyin(zeros);

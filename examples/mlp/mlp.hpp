@@ -55,6 +55,8 @@ class Model {
   // Kaiming-uniform weights, zero biases, zero Adam moments (deterministic for a seed).
   void init(uint64_t seed);
   std::vector<float> get_params() const { return params_.copyout<float>(); }
+  // Zero gradients and Adam's moments (a fresh optimizer; the parameters stay).
+  void reset_optimizer() const;
   void set_params(const std::vector<float>& p) const { params_.copyin(p); }
 
   // One training step on x f32 [batch, in] and labels i32 [batch]: forward, loss, backward, Adam
