@@ -1,6 +1,7 @@
 // Saving a captured ExecutionUnit as an `encore.workload/1` file (WORKLOAD.md): the JSON document
 // plus raw little-endian `.bin` files with the initial contents of the inputs, state, const and
 // upload buffers, so `encore-bench run` replays and measures exactly the captured step.
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstring>
@@ -11,7 +12,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "unit_impl.hpp"
+#include "encore/workload.hpp"
 #include "workload/reader.hpp"
 
 namespace encore::workload {
@@ -100,7 +101,7 @@ struct Ref {
 
 class Saver {
  public:
-  Saver(const ExecutionUnit& unit, const SaveOptions& opt) : unit_(unit), u_(encore::detail::UnitImpl::of(unit)), opt_(opt) {}
+  Saver(const ExecutionUnit& unit, const SaveOptions& opt) : unit_(unit), opt_(opt) {}
 
   void save(const std::filesystem::path& path) {
     classify();
@@ -144,10 +145,8 @@ class Saver {
       slot_buf_.push_back(static_cast<int>(bufs_.size()));
       bufs_.push_back(std::move(b));
     }
-    for (const Buffer& o : u_.outputs)
+    for (const Buffer& o : unit_.outputs())
       if (o) output_roots_.insert(o.base().impl());
-    fresh_.insert(u_.fresh_output_roots.begin(), u_.fresh_output_roots.end());
-    internal_.insert(u_.internal.begin(), u_.internal.end());
   }
 
   Ref ref(const Buffer& b) {
@@ -163,9 +162,8 @@ class Saver {
       w.user_name = root.name();
       w.dtype = root.dtype();
       w.count = root.count();
-      encore::detail::BufferImpl* r = root.impl();
-      if (fresh_.count(r) && output_roots_.count(r)) w.role = Role::output;
-      else if (internal_.count(r)) w.role = Role::temp;
+      if (unit_.is_fresh_output(root) && output_roots_.count(root.impl())) w.role = Role::output;
+      else if (unit_.is_internal(root)) w.role = Role::temp;
       else w.role = Role::state;  // const when no item writes it (decided after the step)
       w.bytes_from = root;
       bufs_.push_back(std::move(w));
@@ -362,6 +360,10 @@ class Saver {
           bytes.resize(b.bytes_from.nbytes());
           b.bytes_from.copyout_bytes(bytes.data(), bytes.size());
         }
+        if (std::all_of(bytes.begin(), bytes.end(), [](unsigned char c) { return c == 0; })) {
+          out += "}";  // all zero: the default init, no file
+          continue;
+        }
         std::string rel = data_rel + "/" + b.name + ".bin";
         std::ofstream f(dir / rel, std::ios::binary | std::ios::trunc);
         f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
@@ -393,10 +395,10 @@ class Saver {
       std::string path = detail::child("variables", var_names_[s]);
       out += std::string(s ? "," : "") + "\n    " + quote(var_names_[s]) + ": {";
       if (!v.is_float()) {
-        out += "\"min\": " + std::to_string(v.min()) + ", \"max\": " + std::to_string(v.max()) + ", \"values\": [" + std::to_string(u_.var_i[s]) + "]";
+        out += "\"min\": " + std::to_string(v.min()) + ", \"max\": " + std::to_string(v.max()) + ", \"values\": [" + std::to_string(unit_.variable_value(s).i) + "]";
       } else {
         out += std::string("\"type\": \"") + (v.type() == VarType::f32 ? "f32" : "f64") + "\", \"min\": " + real(v.fmin(), path) +
-               ", \"max\": " + real(v.fmax(), path) + ", \"values\": [" + real(u_.var_f[s], path) + "]";
+               ", \"max\": " + real(v.fmax(), path) + ", \"values\": [" + real(unit_.variable_value(s).f, path) + "]";
       }
       out += "}";
     }
@@ -404,12 +406,11 @@ class Saver {
   }
 
   const ExecutionUnit& unit_;
-  const encore::detail::UnitImpl& u_;
   const SaveOptions& opt_;
   std::vector<WBuf> bufs_;
   std::vector<int> slot_buf_;
   std::unordered_map<encore::detail::BufferImpl*, int> root_buf_;
-  std::unordered_set<encore::detail::BufferImpl*> output_roots_, fresh_, internal_;
+  std::unordered_set<encore::detail::BufferImpl*> output_roots_;
   std::map<std::pair<std::string, std::string>, std::string> program_names_;
   std::string programs_;
   bool copy_program_ = false;

@@ -12,6 +12,7 @@
 
 #include "encore/encore.hpp"
 #include "encore/workload.hpp"
+#include "workload/cli.hpp"
 
 namespace wl = encore::workload;
 using encore::Buffer;
