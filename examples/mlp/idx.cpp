@@ -33,7 +33,8 @@ std::vector<uint8_t> read_all(const std::filesystem::path& file) {
       in.read(buf, sizeof buf);
       out.insert(out.end(), buf, buf + in.gcount());
     }
-    if (in.bad()) throw DataError(file.string() + ": read error");
+    if (in.bad())
+      throw DataError(file.string() + (file.extension() == ".gz" ? ": not a valid gzip file (or truncated compressed data)" : ": read error"));
   } catch (const io::gzip_error& e) {
     throw DataError(file.string() + ": not a valid gzip file (" + e.what() + ")");
   }
