@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <algorithm>
 #include <ctime>
 #include <filesystem>
@@ -34,9 +35,10 @@ std::string iso_date() {
   char b[40], z[8];
   std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%S", &tm);
   std::strftime(z, sizeof z, "%z", &tm);  // +0200
-  std::string zone = z;
-  if (zone.size() == 5) zone.insert(3, ":");
-  return b + zone;
+  char out[64];
+  if (std::strlen(z) == 5) std::snprintf(out, sizeof out, "%s%.3s:%s", b, z, z + 3);  // +02:00
+  else std::snprintf(out, sizeof out, "%s%s", b, z);
+  return out;
 }
 
 std::string read_line(const std::filesystem::path& p) {
