@@ -195,7 +195,9 @@ TEST_F(TrainKernels, GradientsMatchFiniteDifferences) {
       ++checked;
     }
     // padded class columns of the last layer get no gradient
-    if (l.out != l.out_pad) EXPECT_EQ(g[l.b_offset + size_t(l.out)], 0.0f);
+    if (l.out != l.out_pad) {
+      EXPECT_EQ(g[l.b_offset + size_t(l.out)], 0.0f);
+    }
   }
   EXPECT_GE(nonzero, checked / 3);  // ReLU leaves some at exactly zero; most must carry a gradient
 }
