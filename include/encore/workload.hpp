@@ -179,6 +179,7 @@ struct ENCORE_API Report {
   size_t items = 0, items_replayed = 0, items_pruned = 0;
   double eager_step_us = 0, replay_step_us = 0, speedup = 0, capture_ms = 0;
   double eager_item_us = 0, replay_item_us = 0;  // per step item
+  double eager_cpu_us = 0, replay_cpu_us = 0;    // calling thread's CPU time per timed call (mean)
   uint64_t temp_bytes_naive = 0, temp_bytes_planned = 0, temp_bytes_lower_bound = 0;
   size_t planned_temps = 0, batches = 0;
   bool compared = true;             // false on the NULL device: it computes nothing
@@ -218,10 +219,6 @@ struct SaveOptions {
   double rtol = 0, atol = 0;
 };
 ENCORE_API void save_workload(const ExecutionUnit& unit, const std::filesystem::path& path, const SaveOptions& opt = {});
-
-// The encore-bench command line; returns the exit code (0 agree, 1 differ, 2 invalid/device error).
-// `adjust` (for tests) may change the run options after the command line is parsed.
-ENCORE_API int bench_main(int argc, const char* const* argv, const std::function<void(RunOptions&)>& adjust = {});
 
 }  // namespace workload
 }  // namespace encore

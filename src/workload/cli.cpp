@@ -1,12 +1,16 @@
 // The encore-bench command line (Boost.Program_options). Exit codes: 0 results agree, 1 they
 // differ, 2 invalid file, bad command line or device error.
+#include "workload/cli.hpp"
+
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/program_options.hpp>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
-#include "encore/workload.hpp"
+#include "workload/gbench.hpp"
 
 namespace encore::workload {
 
@@ -15,9 +19,39 @@ namespace po = boost::program_options;
 namespace {
 
 const char* kUsage =
-    "usage: encore-bench run WORKLOAD.json [--device CL|CL:N|NULL] [--calls N] [--rotate R]\n"
-    "                        [--no-prune] [--no-plan] [--no-batch] [--json OUT.json] [--dump DIR]\n"
-    "       encore-bench check WORKLOAD.json [--device CL|CL:N|NULL]\n";
+    "usage: encore-bench run WORKLOAD.json|DIR... [--device CL|CL:N|NULL] [--calls N] [--rotate R]\n"
+    "                        [--no-prune] [--no-plan] [--no-batch] [--json OUT.json] [--format encore|gbench]\n"
+    "                        [--dump DIR]\n"
+    "       encore-bench check WORKLOAD.json|DIR... [--device CL|CL:N|NULL]\n"
+    "A folder stands for its *.json files, in name order. Several workloads print one summary table.\n";
+
+// The workload files named on the command line, folders expanded to their *.json files.
+std::vector<std::filesystem::path> expand(const std::vector<std::string>& args) {
+  std::vector<std::filesystem::path> files;
+  for (const std::string& a : args) {
+    if (!std::filesystem::is_directory(a)) {
+      files.emplace_back(a);
+      continue;
+    }
+    std::vector<std::filesystem::path> in_dir;
+    for (const auto& e : std::filesystem::directory_iterator(a))
+      if (e.is_regular_file() && e.path().extension() == ".json") in_dir.push_back(e.path());
+    if (in_dir.empty()) throw Error(a + ": a folder without .json workload files");
+    std::sort(in_dir.begin(), in_dir.end());
+    files.insert(files.end(), in_dir.begin(), in_dir.end());
+  }
+  return files;
+}
+
+void write_out(const std::string& out, const std::string& text) {
+  if (out == "-") {
+    std::cout << text;
+    return;
+  }
+  std::ofstream f(out, std::ios::trunc);
+  f << text;
+  if (!f) throw Error("--json: cannot write " + out);
+}
 
 }  // namespace
 
@@ -32,13 +66,15 @@ int bench_main(int argc, const char* const* argv, const std::function<void(RunOp
       ("no-plan", po::bool_switch(), "do not plan temporaries into one arena")
       ("no-batch", po::bool_switch(), "no command-buffer batching")
       ("json", po::value<std::string>(), "write the report as JSON to this file (- for stdout)")
+      ("format", po::value<std::string>()->default_value("encore"),
+       "--json format: encore (the report; an array for several workloads) or gbench (Google Benchmark JSON, for compare.py)")
       ("dump", po::value<std::string>(), "write state buffers and the last call's outputs as DIR/NAME.bin");
   po::options_description hidden;
-  hidden.add_options()("command", po::value<std::string>())("workload", po::value<std::string>());
+  hidden.add_options()("command", po::value<std::string>())("workload", po::value<std::vector<std::string>>());
   po::options_description all;
   all.add(opts).add(hidden);
   po::positional_options_description pos;
-  pos.add("command", 1).add("workload", 1);
+  pos.add("command", 1).add("workload", -1);
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
@@ -57,7 +93,11 @@ int bench_main(int argc, const char* const* argv, const std::function<void(RunOp
               << kUsage;
     return 2;
   }
-  const std::string file = vm["workload"].as<std::string>();
+  const std::string format = vm["format"].as<std::string>();
+  if (format != "encore" && format != "gbench") {
+    std::cerr << "encore-bench: --format must be encore or gbench, not \"" << format << "\"\n";
+    return 2;
+  }
   RunOptions ro;
   ro.calls = vm["calls"].as<int>();
   ro.rotate = vm["rotate"].as<int>();
@@ -71,30 +111,54 @@ int bench_main(int argc, const char* const* argv, const std::function<void(RunOp
   if (vm.count("dump")) ro.dump_dir = vm["dump"].as<std::string>();
   ro.progress = isatty(STDERR_FILENO);
   if (adjust) adjust(ro);
+  std::vector<std::filesystem::path> files;
   try {
-    Workload w = load(file);
-    Device dev = Device::open(vm["device"].as<std::string>());
-    if (cmd == "check") {
-      validate(w, dev);
-      std::cout << file << ": valid (" << w.step.size() << " items, checked on " << dev.id() << ")\n";
-      return 0;
-    }
-    Report r = run(w, dev, ro);
-    std::cout << r.table();
-    if (!r.first_mismatch.empty()) std::cerr << "encore-bench: results differ: " << r.first_mismatch << "\n";
-    if (vm.count("json")) {
-      std::string out = vm["json"].as<std::string>();
-      if (out == "-") {
-        std::cout << r.json();
-      } else {
-        std::ofstream f(out, std::ios::trunc);
-        f << r.json();
-        if (!f) throw Error("--json: cannot write " + out);
-      }
-    }
-    return r.mismatches ? 1 : 0;
+    files = expand(vm["workload"].as<std::vector<std::string>>());
   } catch (const std::exception& e) {
-    std::cerr << "encore-bench: " << file << ": " << e.what() << "\n";
+    std::cerr << "encore-bench: " << e.what() << "\n";
+    return 2;
+  }
+  if (files.size() > 1 && !ro.dump_dir.empty()) {
+    std::cerr << "encore-bench: --dump takes one workload\n";
+    return 2;
+  }
+  std::string file = files.size() == 1 ? files[0].string() : "";
+  try {
+    Device dev = Device::open(vm["device"].as<std::string>());
+    std::vector<Report> reports;
+    for (const auto& f : files) {
+      file = f.string();
+      Workload w = load(f);
+      if (cmd == "check") {
+        validate(w, dev);
+        std::cout << file << ": valid (" << w.step.size() << " items, checked on " << dev.id() << ")\n";
+        continue;
+      }
+      reports.push_back(run(w, dev, ro));
+      const Report& r = reports.back();
+      if (files.size() == 1) std::cout << r.table();
+      if (!r.first_mismatch.empty()) std::cerr << "encore-bench: " << file << ": results differ: " << r.first_mismatch << "\n";
+    }
+    if (cmd == "check") return 0;
+    file.clear();
+    if (files.size() > 1) std::cout << summary_table(reports);
+    if (vm.count("json")) {
+      std::string text;
+      if (format == "gbench") {
+        text = gbench_json(reports, argc > 0 ? argv[0] : "encore-bench");
+      } else if (reports.size() == 1) {
+        text = reports[0].json();
+      } else {
+        text = "[\n";
+        for (size_t i = 0; i < reports.size(); ++i) text += (i ? ",\n" : "") + reports[i].json();
+        text += "]\n";
+      }
+      write_out(vm["json"].as<std::string>(), text);
+    }
+    bool differ = std::any_of(reports.begin(), reports.end(), [](const Report& r) { return r.mismatches > 0; });
+    return differ ? 1 : 0;
+  } catch (const std::exception& e) {
+    std::cerr << "encore-bench: " << (file.empty() ? "" : file + ": ") << e.what() << "\n";
     return 2;
   }
 }

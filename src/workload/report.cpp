@@ -56,6 +56,8 @@ std::string Report::json() const {
   field("replay_step_us", num(replay_step_us));
   field("eager_item_us", num(eager_item_us));
   field("replay_item_us", num(replay_item_us));
+  field("eager_cpu_us", num(eager_cpu_us));
+  field("replay_cpu_us", num(replay_cpu_us));
   field("speedup", num(speedup));
   field("capture_ms", num(capture_ms));
   field("temp_bytes_naive", std::to_string(temp_bytes_naive));

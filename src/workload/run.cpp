@@ -2,6 +2,7 @@
 // compared call by call, then both timed (each timed call waits for the device).
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <fstream>
 
@@ -15,6 +16,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double us_since(Clock::time_point t0) { return std::chrono::duration<double, std::micro>(Clock::now() - t0).count(); }
+
+// CPU time of the calling thread in µs (what Google Benchmark reports as cpu_time).
+double thread_cpu_us() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) * 1e6 + double(ts.tv_nsec) / 1e3;
+}
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -282,8 +290,10 @@ Report run(const Workload& w, const Device& dev, const RunOptions& opt) {
   const int warmup = 2, timed = std::max(opt.calls, 5);
   r.timed_calls = timed;
   std::vector<double> te, tj;
+  double cpu0 = 0;
   for (int k = 0; k < warmup + timed; ++k) {
     progress.show("timing eager", k, warmup + timed);
+    if (k == warmup) cpu0 = thread_cpu_us();
     size_t i = n + static_cast<size_t>(k);
     runner.bind(i);
     auto t0 = Clock::now();
@@ -291,8 +301,10 @@ Report run(const Workload& w, const Device& dev, const RunOptions& opt) {
     dev.synchronize();
     if (k >= warmup) te.push_back(us_since(t0));
   }
+  r.eager_cpu_us = (thread_cpu_us() - cpu0) / timed;
   for (int k = 0; k < warmup + timed; ++k) {
     progress.show("timing jit", k, warmup + timed);
+    if (k == warmup) cpu0 = thread_cpu_us();
     size_t i = n + static_cast<size_t>(k);
     std::vector<BoundVar> vals = runner.bind(i);
     bool capturing = jit.calls() == 1;  // only when --calls 1: the capture happens here
@@ -302,6 +314,7 @@ Report run(const Workload& w, const Device& dev, const RunOptions& opt) {
     if (capturing) r.capture_ms = us_since(t0) / 1000;
     if (k >= warmup) tj.push_back(us_since(t0));
   }
+  r.replay_cpu_us = (thread_cpu_us() - cpu0) / timed;
   progress.clear();
   r.eager_step_us = median(te);
   r.replay_step_us = median(tj);

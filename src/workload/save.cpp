@@ -1,6 +1,7 @@
 // Saving a captured ExecutionUnit as an `encore.workload/1` file (WORKLOAD.md): the JSON document
 // plus raw little-endian `.bin` files with the initial contents of the inputs, state, const and
 // upload buffers, so `encore-bench run` replays and measures exactly the captured step.
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "encore/workload.hpp"
 #include "workload/reader.hpp"
 
 namespace encore::workload {
@@ -160,8 +162,7 @@ class Saver {
       w.user_name = root.name();
       w.dtype = root.dtype();
       w.count = root.count();
-      encore::detail::BufferImpl* r = root.impl();
-      if (unit_.is_fresh_output(root) && output_roots_.count(r)) w.role = Role::output;
+      if (unit_.is_fresh_output(root) && output_roots_.count(root.impl())) w.role = Role::output;
       else if (unit_.is_internal(root)) w.role = Role::temp;
       else w.role = Role::state;  // const when no item writes it (decided after the step)
       w.bytes_from = root;
@@ -358,6 +359,10 @@ class Saver {
         } else {
           bytes.resize(b.bytes_from.nbytes());
           b.bytes_from.copyout_bytes(bytes.data(), bytes.size());
+        }
+        if (std::all_of(bytes.begin(), bytes.end(), [](unsigned char c) { return c == 0; })) {
+          out += "}";  // all zero: the default init, no file
+          continue;
         }
         std::string rel = data_rel + "/" + b.name + ".bin";
         std::ofstream f(dir / rel, std::ios::binary | std::ios::trunc);

@@ -13,6 +13,7 @@
 #include "encore/encore.hpp"
 #include "test_util.hpp"
 #include "encore/workload.hpp"
+#include "workload/cli.hpp"
 
 namespace wl = encore::workload;
 using encore::Buffer;

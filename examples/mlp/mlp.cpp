@@ -1,0 +1,144 @@
+#include "mlp.hpp"
+
+#include <cmath>
+#include <string>
+
+namespace mlp {
+
+using encore::Buffer;
+
+namespace {
+
+size_t round_up(size_t v, size_t m) { return (v + m - 1) / m * m; }
+
+uint64_t splitmix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+uint64_t hash64(uint64_t seed, uint64_t index) { return splitmix(splitmix(seed) ^ index); }
+
+float hash_uniform(uint64_t seed, uint64_t index, float lo, float hi) {
+  const double u = double(hash64(seed, index) >> 11) * 0x1.0p-53;
+  return float(lo + (hi - lo) * u);
+}
+
+AdamFactors adam_factors(const Config& c, int64_t t) {
+  return {1.0 / (1.0 - std::pow(double(c.beta1), double(t))), 1.0 / (1.0 - std::pow(double(c.beta2), double(t)))};
+}
+
+Model::Model(const encore::Device& dev, Config cfg) : dev_(dev), cfg_(std::move(cfg)), k_(dev) {
+  if (cfg_.sizes.size() < 2) throw encore::ArgumentError("mlp::Model: need at least input and output sizes");
+  if (cfg_.batch <= 0 || cfg_.batch % 4) throw encore::ArgumentError("mlp::Model: batch " + std::to_string(cfg_.batch) + " is not a positive multiple of 4");
+  for (size_t i = 0; i + 1 < cfg_.sizes.size(); ++i)
+    if (cfg_.sizes[i] <= 0 || cfg_.sizes[i] % 4)
+      throw encore::ArgumentError("mlp::Model: layer size " + std::to_string(cfg_.sizes[i]) + " is not a positive multiple of 4");
+  // Offsets are multiples of 32 floats (128 bytes, the view alignment); the total a multiple of 256
+  // so Adam's float4 launch has a 64-wide local size.
+  size_t at = 0;
+  for (size_t i = 0; i + 1 < cfg_.sizes.size(); ++i) {
+    Layer l;
+    l.in = cfg_.sizes[i];
+    l.out = cfg_.sizes[i + 1];
+    l.out_pad = int(round_up(size_t(l.out), 4));
+    l.w_offset = at;
+    at = round_up(at + size_t(l.in) * l.out_pad, 32);
+    l.b_offset = at;
+    at = round_up(at + size_t(l.out_pad), 32);
+    layers_.push_back(l);
+  }
+  total_ = round_up(at, 256);
+  params_ = dev.alloc<float>(total_).set_name("params");
+  grads_ = dev.alloc<float>(total_).set_name("grads");
+  m_ = dev.alloc<float>(total_).set_name("adam_m");
+  v_ = dev.alloc<float>(total_).set_name("adam_v");
+  for (Layer& l : layers_) {
+    l.W = params_.view(l.w_offset, size_t(l.in) * l.out_pad);
+    l.b = params_.view(l.b_offset, size_t(l.out_pad));
+    l.dW = grads_.view(l.w_offset, size_t(l.in) * l.out_pad);
+    l.db = grads_.view(l.b_offset, size_t(l.out_pad));
+  }
+}
+
+double Model::flops_per_step() const {
+  double f = 0;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const double mnk = double(cfg_.batch) * layers_[i].in * layers_[i].out_pad;
+    f += 2 * mnk * (i == 0 ? 2 : 3);  // forward, dW, and dX except for the first layer
+  }
+  return f;
+}
+
+void Model::init(uint64_t seed) {
+  std::vector<float> p(total_, 0.0f);
+  uint64_t idx = 0;
+  for (const Layer& l : layers_) {
+    const float bound = std::sqrt(6.0f / float(l.in));
+    for (int r = 0; r < l.in; ++r)
+      for (int c = 0; c < l.out; ++c) p[l.w_offset + size_t(r) * l.out_pad + c] = hash_uniform(seed, idx++, -bound, bound);
+  }
+  params_.copyin(p);
+  reset_optimizer();
+}
+
+void Model::reset_optimizer() const {
+  const std::vector<float> zeros(total_, 0.0f);
+  grads_.copyin(zeros);  // gaps between tensors stay zero: Adam leaves their parameters at zero
+  m_.copyin(zeros);
+  v_.copyin(zeros);
+}
+
+Buffer Model::forward(const Buffer& x, int rows) const {
+  Buffer a = x;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& l = layers_[i];
+    Buffer next = dev_.alloc<float>(size_t(rows) * l.out_pad);
+    const bool last = i + 1 == layers_.size();
+    k_.gemm_nn(a, l.W, l.b, next, rows, l.out_pad, l.in, !last, last ? "fc_out.fwd" : "fc.fwd_relu");
+    a = next;
+  }
+  return a;
+}
+
+Buffer Model::loss_and_grad(const Buffer& x, const Buffer& y) const {
+  const int B = cfg_.batch;
+  std::vector<Buffer> acts{x};
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& l = layers_[i];
+    acts.push_back(dev_.alloc<float>(size_t(B) * l.out_pad));
+    const bool last = i + 1 == layers_.size();
+    k_.gemm_nn(acts[i], l.W, l.b, acts[i + 1], B, l.out_pad, l.in, !last, last ? "fc_out.fwd" : "fc.fwd_relu");
+  }
+  Buffer dz = dev_.alloc<float>(size_t(B) * stride());
+  Buffer loss = dev_.alloc<float>(size_t(B));
+  k_.softmax_xent(acts.back(), y, dz, loss, B, classes(), stride(), 1.0f / float(B));
+  for (size_t i = layers_.size(); i-- > 0;) {
+    const Layer& l = layers_[i];
+    k_.gemm_tn(acts[i], dz, l.dW, l.in, l.out_pad, B, "fc.dW");
+    k_.colsum(dz, l.db, B, l.out_pad, "fc.db");
+    if (i == 0) break;
+    Buffer dprev = dev_.alloc<float>(size_t(B) * l.in);
+    k_.gemm_nt(dz, l.W, acts[i], dprev, B, l.in, l.out_pad, "fc.dX_relu");
+    dz = dprev;
+  }
+  return loss;
+}
+
+Buffer Model::train_step(const Buffer& x, const Buffer& y) const {
+  Buffer loss = loss_and_grad(x, y);
+  k_.adam(params_, grads_, m_, v_, total_, lr, bc1, bc2, cfg_.beta1, cfg_.beta2, cfg_.eps);
+  return loss;
+}
+
+Buffer Model::eval_step(const Buffer& x, const Buffer& y, int rows) const {
+  Buffer logits = forward(x, rows);
+  Buffer correct = dev_.alloc<int32_t>(size_t(rows));
+  k_.count_correct(logits, y, correct, rows, classes(), stride());
+  return correct;
+}
+
+}  // namespace mlp

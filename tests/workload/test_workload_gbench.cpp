@@ -1,0 +1,113 @@
+// encore-bench over several workloads: one summary table, and Google Benchmark JSON
+// (--format gbench) with what libbenchmark-tools' compare.py reads. compare.py itself runs when
+// python3 with scipy and /usr/share/benchmark/compare.py are present.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "encore/encore.hpp"
+#include "workload/cli.hpp"
+#include "workload/json_tree.hpp"
+
+namespace wl = encore::workload;
+using wl::detail::JNode;
+
+namespace {
+
+const std::string kData = std::string(ENCORE_TEST_DATA) + "/workload/data/";
+
+int bench(std::vector<std::string> args, std::string* out = nullptr) {
+  args.insert(args.begin(), "encore-bench");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  int rc = wl::bench_main(static_cast<int>(argv.size()), argv.data());
+  std::string o = testing::internal::GetCapturedStdout();
+  testing::internal::GetCapturedStderr();
+  if (out) *out = o;
+  return rc;
+}
+
+const JNode* member(const JNode& n, const std::string& key) {
+  for (const auto& [k, v] : n.members)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+double number(const JNode& n) { return n.num == JNode::Num::f64 ? n.d : n.num == JNode::Num::u64 ? double(n.u) : double(n.i); }
+
+bool devices() { return !encore::Device::list().empty(); }
+
+}  // namespace
+
+TEST(WorkloadGbench, SeveralWorkloadsPrintOneTable) {
+  if (!devices()) GTEST_SKIP() << "no OpenCL device";
+  std::string out;
+  ASSERT_EQ(bench({"run", kData + "small.json", kData + "vars.json", "--calls", "3", "--device", "CL:0"}, &out), 0) << out;
+  EXPECT_NE(out.find("workload"), std::string::npos) << out;
+  EXPECT_NE(out.find("speedup"), std::string::npos) << out;
+  EXPECT_NE(out.find("\nsmall-all-features "), std::string::npos) << out;
+  EXPECT_EQ(out.find("compared,"), std::string::npos) << "several workloads print the summary, not each full report";
+  // a folder stands for its .json files
+  const auto dir = std::filesystem::path(testing::TempDir()) / "encore_gbench_dir";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(kData + "vars.json", dir / "a.json");
+  std::filesystem::copy_file(kData + "vars.json", dir / "b.json");
+  std::ofstream(dir / "notes.txt") << "not a workload";
+  ASSERT_EQ(bench({"run", dir.string(), "--calls", "2", "--device", "CL:0"}, &out), 0) << out;
+  size_t rows = 0;
+  for (size_t at = 0; (at = out.find('\n', at)) != std::string::npos; ++at) ++rows;
+  EXPECT_EQ(rows, 3u) << out;  // header + two workloads
+  std::filesystem::remove_all(dir / "a.json");
+  std::filesystem::remove_all(dir / "b.json");
+  EXPECT_EQ(bench({"run", dir.string()}), 2) << "a folder without workloads is a command-line error";
+}
+
+TEST(WorkloadGbench, JsonHasWhatCompareReads) {
+  if (!devices()) GTEST_SKIP() << "no OpenCL device";
+  const std::string file = testing::TempDir() + "encore_gbench.json";
+  ASSERT_EQ(bench({"run", kData + "small.json", kData + "vars.json", "--calls", "3", "--device", "CL:0", "--format", "gbench", "--json", file}), 0);
+  std::ifstream f(file);
+  const std::string text{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+  const JNode root = wl::detail::parse_json(text);
+  const JNode* ctx = member(root, "context");
+  ASSERT_TRUE(ctx);
+  for (const char* k : {"date", "host_name", "executable", "num_cpus", "mhz_per_cpu", "caches", "library_build_type"})
+    EXPECT_TRUE(member(*ctx, k)) << "context." << k;
+  EXPECT_GE(number(*member(*ctx, "num_cpus")), 1);
+  EXPECT_EQ(member(*ctx, "caches")->kind, JNode::Kind::array);
+  const JNode* benchmarks = member(root, "benchmarks");
+  ASSERT_TRUE(benchmarks);
+  ASSERT_EQ(benchmarks->elems.size(), 4u);  // eager + replay per workload
+  const char* names[] = {"small-all-features/eager", "small-all-features/replay", "variables-sizes-dtypes/eager", "variables-sizes-dtypes/replay"};
+  for (size_t i = 0; i < 4; ++i) {
+    const JNode& b = benchmarks->elems[i];
+    for (const char* k : {"name", "run_name", "run_type", "repetitions", "threads", "iterations", "real_time", "cpu_time", "time_unit",
+                          "items", "items_pruned", "temp_bytes_planned", "temp_bytes_naive"})
+      ASSERT_TRUE(member(b, k)) << names[i] << ": no " << k;
+    EXPECT_EQ(member(b, "name")->str, names[i]);
+    EXPECT_EQ(member(b, "run_type")->str, "iteration");
+    EXPECT_EQ(member(b, "time_unit")->str, "us");
+    EXPECT_GE(number(*member(b, "iterations")), 3);
+    EXPECT_GT(number(*member(b, "real_time")), 0);
+    EXPECT_GT(number(*member(b, "cpu_time")), 0);
+    EXPECT_GT(number(*member(b, "items")), 0);
+  }
+  const std::string compare = "/usr/share/benchmark/compare.py";
+  if (std::filesystem::exists(compare) && std::system("python3 -c 'import scipy' >/dev/null 2>&1") == 0) {
+    const std::string out = testing::TempDir() + "encore_compare.txt";
+    ASSERT_EQ(std::system(("python3 " + compare + " benchmarks " + file + " " + file + " > " + out + " 2>&1").c_str()), 0);
+    std::ifstream c(out);
+    const std::string report{std::istreambuf_iterator<char>(c), std::istreambuf_iterator<char>()};
+    EXPECT_NE(report.find("small-all-features/replay"), std::string::npos) << report;
+  }
+}
+
+TEST(WorkloadGbench, UnknownFormatIsAnError) {
+  EXPECT_EQ(bench({"run", kData + "small.json", "--format", "csv"}), 2);
+}
