@@ -284,11 +284,3 @@ void save_dirty_programs(DeviceImpl& d);
 // DEBUG=2 line for an item that just ran.
 void debug_print_item(const ExecItem& item, uint32_t dims, const size_t* gws, const size_t* lws, uint64_t device_ns, double host_us);
 }  // namespace encore::detail
-
-namespace encore::testing {
-// Kernel arguments set on NULL-device kernel objects so far (tests: replay re-sets only changes).
-ENCORE_API extern std::atomic<uint64_t> null_arg_sets;
-// Work-group limit of NULL-device kernel objects made from now on (0: the device's maximum). A NULL
-// launch whose local size exceeds its kernel's limit throws, as OpenCL does (CL_INVALID_WORK_GROUP_SIZE).
-ENCORE_API extern std::atomic<size_t> null_kernel_work_group_limit;
-}  // namespace encore::testing

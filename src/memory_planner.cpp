@@ -1,5 +1,7 @@
 #include "encore/memory_planner.hpp"
 
+#include "testing.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <iterator>
@@ -13,8 +15,6 @@
 #include <utility>
 
 namespace encore {
-
-namespace testing { bool break_planner = false; }
 
 namespace {
 
@@ -265,7 +265,7 @@ MemoryPlan plan_memory(std::span<const uint64_t> temp_bytes, std::span<const Tem
       place_in_order(p, ov, sorted_by(n, [&](uint32_t a, uint32_t b) { return w[a] != w[b] ? w[a] > w[b] : a < b; }), off), keep();
     }
   }
-  if (testing::break_planner && n >= 2) {
+  if (ENCORE_TESTING_IS(break_planner) && n >= 2) {
     auto alloc = sorted_by(n, [&](uint32_t a, uint32_t b) { return p.first[a] != p.first[b] ? p.first[a] < p.first[b] : a < b; });
     plan.offsets[alloc[1]] = plan.offsets[alloc[0]];
     plan.arena_bytes = 0;

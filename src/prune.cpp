@@ -3,16 +3,13 @@
 // over the items answer, for each access, "which writer of these bytes stands nearest" with a
 // segment tree. O(m log m) in accesses m however many items share a buffer.
 #include "prune.hpp"
+#include "testing.hpp"
 
 #include <algorithm>
 #include <bit>
 
 #include "encore/error.hpp"
 
-namespace encore::testing {
-bool prune_like_tinygrad = false;
-bool ignore_versions = false;
-}  // namespace encore::testing
 
 namespace encore::detail {
 
@@ -132,21 +129,21 @@ PruneResult prune(std::span<const PruneItem> items) {
   std::vector<uint32_t> later_reader_w(n, no_item), later_writer_w(n, no_item), later_volatile_w(n, no_item);
   std::vector<bool> own(n, false);
   {
-    RangeBest<false> writes(positions), volatile_writes(testing::prune_like_tinygrad ? positions : 0);
+    RangeBest<false> writes(positions), volatile_writes(ENCORE_TESTING_IS(prune_like_tinygrad) ? positions : 0);
     for (size_t i = n; i-- > 0;) {
       const uint32_t ii = static_cast<uint32_t>(i);
       for (uint32_t s = first[i]; s < first[i + 1]; ++s) {
         const Span& sp = spans[s];
         if (sp.read) {
           later_reader_w[i] = std::min(later_reader_w[i], writes.best(sp.rlo, sp.rhi));
-          if (testing::prune_like_tinygrad) later_volatile_w[i] = std::min(later_volatile_w[i], volatile_writes.best(sp.rlo, sp.rhi));
+          if (ENCORE_TESTING_IS(prune_like_tinygrad)) later_volatile_w[i] = std::min(later_volatile_w[i], volatile_writes.best(sp.rlo, sp.rhi));
         }
         if (sp.write) later_writer_w[i] = std::min(later_writer_w[i], writes.best(sp.wlo, sp.whi));
       }
       for (uint32_t s = first[i]; s < first[i + 1]; ++s)
         if (spans[s].write) {
           writes.raise(spans[s].wlo, spans[s].whi, ii);
-          if (testing::prune_like_tinygrad && items[i].volatile_) volatile_writes.raise(spans[s].wlo, spans[s].whi, ii);
+          if (ENCORE_TESTING_IS(prune_like_tinygrad) && items[i].volatile_) volatile_writes.raise(spans[s].wlo, spans[s].whi, ii);
         }
       for (uint32_t s = first[i]; s < first[i + 1] && !own[i]; ++s)
         if (spans[s].read && writes.best(spans[s].rlo, spans[s].rhi) == ii) own[i] = true;
@@ -194,7 +191,7 @@ PruneResult prune(std::span<const PruneItem> items) {
     bool one = why.broken == 0;
     // tinygrad's rule: an item is one-time unless it (or a writer of what it reads) depends on the
     // inputs; a later writer counts as it stands before this item is decided
-    if (testing::prune_like_tinygrad)
+    if (ENCORE_TESTING_IS(prune_like_tinygrad))
       one = !items[i].volatile_ && kept_writer == no_item && later_volatile_w[i] == no_item;
     res.one_time[i] = one;
     for (uint32_t s = first[i]; s < first[i + 1]; ++s)

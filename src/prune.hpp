@@ -53,7 +53,7 @@ struct PruneResult {
 };
 
 // The one-time set with, for every kept item, the conditions it breaks (same cost as one_time_items).
-// Under the testing::prune_like_tinygrad mutation, `one_time` follows the mutation while `why`
+// Under the testing::prune_like_tinygrad mutation (test build), `one_time` follows the mutation while `why`
 // states the real rule's conditions (reads_kept_writer against the mutated set).
 ENCORE_API PruneResult prune(std::span<const PruneItem> items);
 
@@ -62,12 +62,3 @@ ENCORE_API PruneResult prune(std::span<const PruneItem> items);
 ENCORE_API const char* describe(KeepReason r);
 
 }  // namespace encore::detail
-
-namespace encore::testing {
-// Mutation switch for tests: prune with tinygrad's rule (one-time = not depending on the inputs),
-// which freezes RNG state and state cycles. The property tests must catch it.
-ENCORE_API extern bool prune_like_tinygrad;
-// Mutation switch for tests: a replay ignores changed versions of what one-time items read or write
-// (never re-runs them). The property tests must catch it.
-ENCORE_API extern bool ignore_versions;
-}  // namespace encore::testing

@@ -1,6 +1,7 @@
 // ExecutionUnit and explicit Capture: slots, variables, update(map), +, free_intermediates,
 // validation, capture errors. Results are compared with eager runs of the same work.
 #include <gtest/gtest.h>
+#include "testing.hpp"
 
 #include <chrono>
 

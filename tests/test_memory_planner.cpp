@@ -1,6 +1,7 @@
 #include "encore/memory_planner.hpp"
 
 #include <gtest/gtest.h>
+#include "testing.hpp"
 
 #include <cmath>
 #include <cstdio>

@@ -9,6 +9,7 @@
 //                             a quarter of that with ENCORE_SANITIZED=1)
 //   ENCORE_PROPERTY_SEED=S    run only seed S (what a failure prints)
 #include <gtest/gtest.h>
+#include "testing.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -1,6 +1,7 @@
 // The one-time set (src/prune.cpp) against a brute-force version written from the rule text
 // (DESIGN rule 2) on random item lists, and the keep reasons against their definitions.
 #include <gtest/gtest.h>
+#include "testing.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -3,6 +3,7 @@
 // local memory on a GPU). The NULL device can be told to give its kernels a small limit, and then
 // refuses a launch over it as OpenCL does.
 #include <gtest/gtest.h>
+#include "testing.hpp"
 
 #include <string>
 #include <vector>

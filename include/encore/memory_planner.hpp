@@ -40,10 +40,4 @@ ENCORE_API MemoryPlan plan_memory(std::span<const uint64_t> temp_bytes, std::spa
 // byte figures are right. O(n log n).
 ENCORE_API std::string check_plan(std::span<const uint64_t> temp_bytes, std::span<const TempUse> uses, uint64_t alignment, const MemoryPlan& plan);
 
-namespace testing {
-// Mutation switch for tests only: when true, plan_memory deliberately places the second-allocated temp at the
-// same offset as the first one even if their lives overlap (tests assert that check_plan and the property tests catch it).
-ENCORE_API extern bool break_planner;
-}  // namespace testing
-
 }  // namespace encore

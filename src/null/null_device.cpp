@@ -6,22 +6,18 @@
 #include <cstring>
 
 #include "internal.hpp"
-
-namespace encore::testing {
-std::atomic<uint64_t> null_arg_sets{0};
-std::atomic<size_t> null_kernel_work_group_limit{0};
-}
+#include "testing.hpp"
 
 namespace encore::detail {
 
 namespace {
 
-// Counts argument sets, so tests can check that replay re-sets only what changed.
+// In the test build it counts argument sets, so tests can check that replay re-sets only what changed.
 struct NullKernel final : BackendKernel {
   NullKernel(std::string name, size_t max_wg) : name(std::move(name)), max_wg(max_wg) {}
-  void set_arg(uint32_t, size_t, const void*) override { ++testing::null_arg_sets; }
-  void set_buffer(uint32_t, void*) override { ++testing::null_arg_sets; }
-  void set_local(uint32_t, size_t) override { ++testing::null_arg_sets; }
+  void set_arg(uint32_t, size_t, const void*) override { ENCORE_TESTING_DO(++testing::null_arg_sets); }
+  void set_buffer(uint32_t, void*) override { ENCORE_TESTING_DO(++testing::null_arg_sets); }
+  void set_local(uint32_t, size_t) override { ENCORE_TESTING_DO(++testing::null_arg_sets); }
   size_t max_work_group_size() const override { return max_wg; }
   std::string name;
   size_t max_wg;
@@ -30,7 +26,8 @@ struct NullKernel final : BackendKernel {
 struct NullProgram final : BackendProgram {
   explicit NullProgram(size_t device_max_wg) : device_max_wg(device_max_wg) {}
   std::unique_ptr<BackendKernel> create_kernel(const std::string& name) override {
-    const size_t forced = testing::null_kernel_work_group_limit.load();
+    size_t forced = 0;
+    ENCORE_TESTING_DO(forced = testing::null_kernel_work_group_limit.load());
     return std::make_unique<NullKernel>(name, forced ? std::min(forced, device_max_wg) : device_max_wg);
   }
   std::vector<unsigned char> binary() override { return {}; }

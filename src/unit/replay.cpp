@@ -4,7 +4,7 @@
 #include <chrono>
 #include <utility>
 
-#include "prune.hpp"
+#include "testing.hpp"
 #include "unit/unit.hpp"
 
 namespace encore::detail {
@@ -67,7 +67,7 @@ static void run_item_debug(const Plan& p, BoundItem& b) {
 
 template <class Run> static void run_items(UnitImpl& u, Binding& b, Run run) {
   bool stale = false;
-  if (!testing::ignore_versions)
+  if (!ENCORE_TESTING_IS(ignore_versions))
     for (auto& [r, ver] : u.once_versions) stale = stale || r->version.load(std::memory_order_acquire) != ver;
   if (!stale) {
     for (uint32_t i = 0; i < b.n_replay; ++i) run(b.items[i]);

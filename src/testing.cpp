@@ -1,0 +1,10 @@
+// Definitions of the test-only switches (src/testing.hpp); compiled into the test build only.
+#include "testing.hpp"
+
+namespace encore::testing {
+bool prune_like_tinygrad = false;
+bool ignore_versions = false;
+bool break_planner = false;
+std::atomic<uint64_t> null_arg_sets{0};
+std::atomic<size_t> null_kernel_work_group_limit{0};
+}  // namespace encore::testing

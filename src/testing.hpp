@@ -1,0 +1,27 @@
+#pragma once
+// Switches for tests: mutations the property tests must catch, and NULL-device counters. They exist
+// only in the test build (ENCORE_TESTING, src/testing.cpp): in the library each reads as off.
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#ifdef ENCORE_TESTING
+namespace encore::testing {
+// Prune with tinygrad's rule (one-time = not depending on the inputs), which freezes RNG state and
+// state cycles.
+extern bool prune_like_tinygrad;
+// A replay ignores changed versions of what one-time items read or write (never re-runs them).
+extern bool ignore_versions;
+// plan_memory places the second temp at the first one's offset even when their lives overlap.
+extern bool break_planner;
+// Kernel arguments set on NULL-device kernel objects so far (replay re-sets only changes).
+extern std::atomic<uint64_t> null_arg_sets;
+// Work-group limit of NULL-device kernel objects made from now on (0: the device's maximum).
+extern std::atomic<size_t> null_kernel_work_group_limit;
+}  // namespace encore::testing
+#define ENCORE_TESTING_IS(name) (::encore::testing::name)
+#define ENCORE_TESTING_DO(...) __VA_ARGS__
+#else
+#define ENCORE_TESTING_IS(name) false
+#define ENCORE_TESTING_DO(...)
+#endif
