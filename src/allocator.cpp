@@ -14,13 +14,13 @@ size_t Allocator::size_class(size_t bytes) {
   return (bytes + step - 1) / step * step;
 }
 
-void* Allocator::alloc(size_t bytes, size_t* got) {
+NativeMem* Allocator::alloc(size_t bytes, size_t* got) {
   size_t cls = size_class(bytes);
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = cache_.find(cls);
     if (it != cache_.end()) {
-      void* m = it->second;
+      NativeMem* m = it->second;
       cache_.erase(it);
       st_.cached_bytes -= cls;
       st_.bytes_in_use += cls;
@@ -30,7 +30,7 @@ void* Allocator::alloc(size_t bytes, size_t* got) {
       return m;
     }
   }
-  void* m = nullptr;
+  NativeMem* m = nullptr;
   try {
     m = dev_->raw_alloc(cls);
   } catch (const Error&) {
@@ -45,7 +45,7 @@ void* Allocator::alloc(size_t bytes, size_t* got) {
   return m;
 }
 
-void Allocator::free(void* mem, size_t bytes) noexcept {
+void Allocator::free(NativeMem* mem, size_t bytes) noexcept {
   std::lock_guard<std::mutex> lock(mu_);
   st_.bytes_in_use -= bytes;
   st_.cached_bytes += bytes;
@@ -53,7 +53,7 @@ void Allocator::free(void* mem, size_t bytes) noexcept {
 }
 
 void Allocator::release_cache() noexcept {
-  std::multimap<size_t, void*> drop;
+  std::multimap<size_t, NativeMem*> drop;
   {
     std::lock_guard<std::mutex> lock(mu_);
     drop.swap(cache_);

@@ -10,8 +10,8 @@ using detail::BufferImpl;
 namespace detail {
 
 BufferImpl::~BufferImpl() {
-  if (void* v = view_mem.load(std::memory_order_acquire)) dev->free_view(v);
-  void* m = mem.load(std::memory_order_acquire);
+  if (NativeMem* v = view_mem.load(std::memory_order_acquire)) dev->free_view(v);
+  NativeMem* m = mem.load(std::memory_order_acquire);
   if (m && owned) dev->allocator->free(m, alloc_bytes);
   else if (m) dev->raw_free(m);  // adopted native memory: drop our reference only
 }
@@ -24,21 +24,21 @@ void BufferImpl::ensure_allocated() {
   std::lock_guard<std::mutex> lock(r->view_mu);
   if (r->mem.load(std::memory_order_relaxed)) return;
   size_t got = 0;
-  void* m = dev->allocator->alloc(r->nbytes, &got);
+  NativeMem* m = dev->allocator->alloc(r->nbytes, &got);
   r->alloc_bytes = got;
   r->mem.store(m, std::memory_order_release);
 }
 
-void* BufferImpl::handle() {
+NativeMem* BufferImpl::handle() {
   if (!base) {
-    if (void* m = mem.load(std::memory_order_acquire)) return m;
+    if (NativeMem* m = mem.load(std::memory_order_acquire)) return m;
     ensure_allocated();
     return mem.load(std::memory_order_acquire);
   }
-  if (void* v = view_mem.load(std::memory_order_acquire)) return v;
+  if (NativeMem* v = view_mem.load(std::memory_order_acquire)) return v;
   ensure_allocated();
   std::lock_guard<std::mutex> lock(view_mu);
-  void* v = view_mem.load(std::memory_order_relaxed);
+  NativeMem* v = view_mem.load(std::memory_order_relaxed);
   if (!v) {
     v = dev->make_view(base->mem.load(std::memory_order_acquire), offset, nbytes);
     view_mem.store(v, std::memory_order_release);

@@ -56,8 +56,8 @@ void enqueue_launch(DeviceImpl& dev, BackendKernel& k, const LaunchDims& d, uint
 }
 
 void enqueue_copy(BufferImpl& d, BufferImpl& s, size_t n, unsigned char* staging) {
-  void* dm = d.root()->mem;
-  void* sm = s.root()->mem;
+  NativeMem* dm = d.root()->mem;
+  NativeMem* sm = s.root()->mem;
   if (d.dev == s.dev) {
     d.dev->copy(dm, d.offset, sm, s.offset, n);
   } else if (!d.dev->copy_from(*s.dev, dm, d.offset, sm, s.offset, n)) {

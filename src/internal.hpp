@@ -40,11 +40,14 @@ struct VarValue {
 VarValue var_value(const VarState& v);
 using VarScope = BindingScope;
 
+// A backend's memory object (a cl_mem on OpenCL, host bytes on NULL), opaque to the core.
+struct NativeMem;
+
 // A kernel object with its arguments set; set arguments stay set between launches.
 struct BackendKernel {
   virtual ~BackendKernel() = default;
   virtual void set_arg(uint32_t index, size_t size, const void* value) = 0;
-  virtual void set_buffer(uint32_t index, void* mem) = 0;
+  virtual void set_buffer(uint32_t index, NativeMem* mem) = 0;
   virtual void set_local(uint32_t index, size_t bytes) = 0;
   // The most work items per work group this kernel can launch with on its device (OpenCL:
   // CL_KERNEL_WORK_GROUP_SIZE, read once when the kernel object is made; it may be below the
@@ -118,16 +121,16 @@ struct DeviceImpl : std::enable_shared_from_this<DeviceImpl> {
   DeviceImpl();
   virtual ~DeviceImpl();
   virtual bool is_null() const { return false; }
-  virtual void* raw_alloc(size_t bytes) = 0;
-  virtual void raw_free(void* mem) = 0;
+  virtual NativeMem* raw_alloc(size_t bytes) = 0;
+  virtual void raw_free(NativeMem* mem) = 0;
   // A handle for bytes [offset, offset+bytes) of `root` usable as a kernel argument.
-  virtual void* make_view(void* root, size_t offset, size_t bytes) = 0;
-  virtual void free_view(void* view) = 0;
-  virtual void write(void* root, size_t offset, const void* src, size_t n, bool blocking) = 0;
-  virtual void read(void* root, size_t offset, void* dst, size_t n) = 0;
-  virtual void copy(void* dst_root, size_t dst_off, void* src_root, size_t src_off, size_t n) = 0;
+  virtual NativeMem* make_view(NativeMem* root, size_t offset, size_t bytes) = 0;
+  virtual void free_view(NativeMem* view) = 0;
+  virtual void write(NativeMem* root, size_t offset, const void* src, size_t n, bool blocking) = 0;
+  virtual void read(NativeMem* root, size_t offset, void* dst, size_t n) = 0;
+  virtual void copy(NativeMem* dst_root, size_t dst_off, NativeMem* src_root, size_t src_off, size_t n) = 0;
   // Copy from a root on another device; false when the backends cannot do it directly.
-  virtual bool copy_from(DeviceImpl& src_dev, void* dst_root, size_t dst_off, void* src_root, size_t src_off, size_t n) = 0;
+  virtual bool copy_from(DeviceImpl& src_dev, NativeMem* dst_root, size_t dst_off, NativeMem* src_root, size_t src_off, size_t n) = 0;
   // Enqueues; with device_ns set, waits and reports the device time.
   virtual void launch(BackendKernel& k, uint32_t dims, const size_t* global, const size_t* local, uint64_t* device_ns) = 0;
   virtual void finish() = 0;
@@ -157,8 +160,8 @@ class Allocator {
   explicit Allocator(DeviceImpl* dev) : dev_(dev) {}
   ~Allocator();
   // Returns a root handle of at least `bytes` and the bytes it really holds.
-  void* alloc(size_t bytes, size_t* got);
-  void free(void* mem, size_t bytes) noexcept;
+  NativeMem* alloc(size_t bytes, size_t* got);
+  void free(NativeMem* mem, size_t bytes) noexcept;
   void release_cache() noexcept;
   AllocatorStats stats() const;
   static size_t size_class(size_t bytes);
@@ -166,7 +169,7 @@ class Allocator {
  private:
   DeviceImpl* dev_;
   mutable std::mutex mu_;
-  std::multimap<size_t, void*> cache_;
+  std::multimap<size_t, NativeMem*> cache_;
   AllocatorStats st_;
 };
 
@@ -186,12 +189,12 @@ struct BufferImpl {
   uint64_t capture_id = 0;           // the capture during which this handle was created, 0 if none
   // root only. `mem` is set once, under view_mu, with release order (alloc_bytes before it), so any
   // thread that loads it non-null (acquire, or the seq_cst of a plain read) sees a complete allocation.
-  std::atomic<void*> mem{nullptr};
+  std::atomic<NativeMem*> mem{nullptr};
   size_t alloc_bytes = 0;
   bool owned = true;                 // false for adopted native memory (released, not cached)
   std::atomic<uint64_t> version{0};
   // views only: the backend view handle, made on first use (set once under view_mu, like mem)
-  std::atomic<void*> view_mem{nullptr};
+  std::atomic<NativeMem*> view_mem{nullptr};
   std::mutex view_mu;
 
   BufferImpl() = default;
@@ -199,7 +202,7 @@ struct BufferImpl {
   BufferImpl* root() { return base ? base.get() : this; }
   void ensure_allocated();
   // Handle to pass as a kernel argument.
-  void* handle();
+  NativeMem* handle();
   void bump() { root()->version.fetch_add(1, std::memory_order_relaxed); }
 };
 

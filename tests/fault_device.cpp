@@ -7,6 +7,7 @@ namespace encore_test {
 namespace {
 
 using encore::detail::BackendKernel;
+using encore::detail::NativeMem;
 using encore::detail::BackendProgram;
 using encore::detail::BuildResult;
 using encore::detail::DeviceImpl;
@@ -38,11 +39,11 @@ class FaultKernel final : public BackendKernel {
     args_.bytes[i] = {};
     std::memcpy(args_.bytes[i].data(), value, std::min<size_t>(size, 8));
   }
-  void set_buffer(uint32_t i, void* mem) override {
+  void set_buffer(uint32_t i, encore::detail::NativeMem* mem) override {
     tick(*c_, "set_buffer", name_);
     inner_->set_buffer(i, mem);
     grow(i);
-    args_.ptr[i] = mem;
+    args_.ptr[i] = reinterpret_cast<void*>(mem);  // NULL's memory is host bytes
   }
   void set_local(uint32_t i, size_t bytes) override {
     tick(*c_, "set_local", name_);
@@ -91,39 +92,39 @@ class FaultDevice final : public DeviceImpl {
   }
   ~FaultDevice() override { allocator.reset(); }  // frees cached memory while this object is whole
 
-  void* raw_alloc(size_t bytes) override {
+  NativeMem* raw_alloc(size_t bytes) override {
     tick(*c_, "alloc", std::to_string(bytes) + " bytes");
-    void* p = inner_->raw_alloc(bytes);
+    NativeMem* p = inner_->raw_alloc(bytes);
     ++c_->live_allocs;
     return p;
   }
-  void raw_free(void* mem) override {
+  void raw_free(NativeMem* mem) override {
     --c_->live_allocs;
     inner_->raw_free(mem);
   }
-  void* make_view(void* root, size_t offset, size_t bytes) override {
+  NativeMem* make_view(NativeMem* root, size_t offset, size_t bytes) override {
     tick(*c_, "make_view");
-    void* v = inner_->make_view(root, offset, bytes);
+    NativeMem* v = inner_->make_view(root, offset, bytes);
     ++c_->live_views;
     return v;
   }
-  void free_view(void* view) override {
+  void free_view(NativeMem* view) override {
     --c_->live_views;
     inner_->free_view(view);
   }
-  void write(void* root, size_t offset, const void* src, size_t n, bool blocking) override {
+  void write(NativeMem* root, size_t offset, const void* src, size_t n, bool blocking) override {
     tick(*c_, "write");
     inner_->write(root, offset, src, n, blocking);
   }
-  void read(void* root, size_t offset, void* dst, size_t n) override {
+  void read(NativeMem* root, size_t offset, void* dst, size_t n) override {
     tick(*c_, "read");
     inner_->read(root, offset, dst, n);
   }
-  void copy(void* dst, size_t doff, void* src, size_t soff, size_t n) override {
+  void copy(NativeMem* dst, size_t doff, NativeMem* src, size_t soff, size_t n) override {
     tick(*c_, "copy");
     inner_->copy(dst, doff, src, soff, n);
   }
-  bool copy_from(DeviceImpl& src_dev, void* dst, size_t doff, void* src, size_t soff, size_t n) override {
+  bool copy_from(DeviceImpl& src_dev, NativeMem* dst, size_t doff, NativeMem* src, size_t soff, size_t n) override {
     if (&src_dev != this) return false;
     copy(dst, doff, src, soff, n);
     return true;

@@ -12,11 +12,15 @@ namespace encore::detail {
 
 namespace {
 
+// A NULL device's memory is host bytes.
+char* bytes(NativeMem* m) { return reinterpret_cast<char*>(m); }
+NativeMem* as_mem(char* p) { return reinterpret_cast<NativeMem*>(p); }
+
 // In the test build it counts argument sets, so tests can check that replay re-sets only what changed.
 struct NullKernel final : BackendKernel {
   NullKernel(std::string name, size_t max_wg) : name(std::move(name)), max_wg(max_wg) {}
   void set_arg(uint32_t, size_t, const void*) override { ENCORE_TESTING_DO(++testing::null_arg_sets); }
-  void set_buffer(uint32_t, void*) override { ENCORE_TESTING_DO(++testing::null_arg_sets); }
+  void set_buffer(uint32_t, NativeMem*) override { ENCORE_TESTING_DO(++testing::null_arg_sets); }
   void set_local(uint32_t, size_t) override { ENCORE_TESTING_DO(++testing::null_arg_sets); }
   size_t max_work_group_size() const override { return max_wg; }
   std::string name;
@@ -49,20 +53,20 @@ class NullDevice final : public DeviceImpl {
   }
   ~NullDevice() override { allocator.reset(); }
   bool is_null() const override { return true; }
-  void* raw_alloc(size_t bytes) override {
+  NativeMem* raw_alloc(size_t bytes) override {
     void* p = std::aligned_alloc(128, (bytes + 127) / 128 * 128);
     if (!p) throw DeviceError("NULL device: out of host memory allocating " + std::to_string(bytes) + " bytes");
-    return p;
+    return as_mem(static_cast<char*>(p));
   }
-  void raw_free(void* mem) override { std::free(mem); }
-  void* make_view(void* root, size_t offset, size_t) override { return static_cast<char*>(root) + offset; }
-  void free_view(void*) override {}
-  void write(void* root, size_t off, const void* src, size_t n, bool) override { std::memcpy(static_cast<char*>(root) + off, src, n); }
-  void read(void* root, size_t off, void* dst, size_t n) override { std::memcpy(dst, static_cast<char*>(root) + off, n); }
-  void copy(void* dst, size_t doff, void* src, size_t soff, size_t n) override {
-    std::memmove(static_cast<char*>(dst) + doff, static_cast<char*>(src) + soff, n);
+  void raw_free(NativeMem* mem) override { std::free(bytes(mem)); }
+  NativeMem* make_view(NativeMem* root, size_t offset, size_t) override { return as_mem(bytes(root) + offset); }
+  void free_view(NativeMem*) override {}
+  void write(NativeMem* root, size_t off, const void* src, size_t n, bool) override { std::memcpy(bytes(root) + off, src, n); }
+  void read(NativeMem* root, size_t off, void* dst, size_t n) override { std::memcpy(dst, bytes(root) + off, n); }
+  void copy(NativeMem* dst, size_t doff, NativeMem* src, size_t soff, size_t n) override {
+    std::memmove(bytes(dst) + doff, bytes(src) + soff, n);
   }
-  bool copy_from(DeviceImpl& src_dev, void* dst, size_t doff, void* src, size_t soff, size_t n) override {
+  bool copy_from(DeviceImpl& src_dev, NativeMem* dst, size_t doff, NativeMem* src, size_t soff, size_t n) override {
     if (!src_dev.is_null()) return false;
     copy(dst, doff, src, soff, n);
     return true;

@@ -125,8 +125,8 @@ class ClKernel final : public BackendKernel {
     if (cl_int st = clSetKernelArg(k_.get(), i, size, value); st != CL_SUCCESS)
       cl::check(st, "clSetKernelArg", "kernel " + name_ + " argument " + std::to_string(i));
   }
-  void set_buffer(uint32_t i, void* mem) override {
-    cl_mem m = static_cast<cl_mem>(mem);
+  void set_buffer(uint32_t i, NativeMem* mem) override {
+    cl_mem m = cl::mem(mem);
     if (cl_int st = clSetKernelArg(k_.get(), i, sizeof m, &m); st != CL_SUCCESS)
       cl::check(st, "clSetKernelArg", "kernel " + name_ + " argument " + std::to_string(i));
   }
@@ -234,36 +234,36 @@ class ClDevice final : public DeviceImpl {
   cl_device_id device_id() const { return dev_; }
   cl_command_queue queue() const { return q_.get(); }
 
-  void* raw_alloc(size_t bytes) override {
+  NativeMem* raw_alloc(size_t bytes) override {
     cl_int err = CL_SUCCESS;
     cl_mem m = clCreateBuffer(ctx(), CL_MEM_READ_WRITE, bytes, nullptr, &err);
     cl::check(err, "clCreateBuffer", std::to_string(bytes) + " bytes on " + info.id);
-    return m;
+    return cl::native(m);
   }
-  void raw_free(void* mem) override { clReleaseMemObject(static_cast<cl_mem>(mem)); }
-  void* make_view(void* root, size_t offset, size_t bytes) override {
+  void raw_free(NativeMem* mem) override { clReleaseMemObject(cl::mem(mem)); }
+  NativeMem* make_view(NativeMem* root, size_t offset, size_t bytes) override {
     cl_buffer_region r{offset, bytes};
     cl_int err = CL_SUCCESS;
-    cl_mem m = clCreateSubBuffer(static_cast<cl_mem>(root), CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &err);
+    cl_mem m = clCreateSubBuffer(cl::mem(root), CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &err);
     cl::check(err, "clCreateSubBuffer", std::to_string(bytes) + " bytes at offset " + std::to_string(offset));
-    return m;
+    return cl::native(m);
   }
-  void free_view(void* v) override { clReleaseMemObject(static_cast<cl_mem>(v)); }
-  void write(void* root, size_t off, const void* src, size_t n, bool blocking) override {
-    if (cl_int st = clEnqueueWriteBuffer(queue(), static_cast<cl_mem>(root), blocking ? CL_TRUE : CL_FALSE, off, n, src, 0, nullptr, nullptr);
+  void free_view(NativeMem* v) override { clReleaseMemObject(cl::mem(v)); }
+  void write(NativeMem* root, size_t off, const void* src, size_t n, bool blocking) override {
+    if (cl_int st = clEnqueueWriteBuffer(queue(), cl::mem(root), blocking ? CL_TRUE : CL_FALSE, off, n, src, 0, nullptr, nullptr);
         st != CL_SUCCESS)
       cl::check(st, "clEnqueueWriteBuffer", std::to_string(n) + " bytes on " + info.id);
   }
-  void read(void* root, size_t off, void* dst, size_t n) override {
-    if (cl_int st = clEnqueueReadBuffer(queue(), static_cast<cl_mem>(root), CL_TRUE, off, n, dst, 0, nullptr, nullptr); st != CL_SUCCESS)
+  void read(NativeMem* root, size_t off, void* dst, size_t n) override {
+    if (cl_int st = clEnqueueReadBuffer(queue(), cl::mem(root), CL_TRUE, off, n, dst, 0, nullptr, nullptr); st != CL_SUCCESS)
       cl::check(st, "clEnqueueReadBuffer", std::to_string(n) + " bytes on " + info.id);
   }
-  void copy(void* dst, size_t doff, void* src, size_t soff, size_t n) override {
-    if (cl_int st = clEnqueueCopyBuffer(queue(), static_cast<cl_mem>(src), static_cast<cl_mem>(dst), soff, doff, n, 0, nullptr, nullptr);
+  void copy(NativeMem* dst, size_t doff, NativeMem* src, size_t soff, size_t n) override {
+    if (cl_int st = clEnqueueCopyBuffer(queue(), cl::mem(src), cl::mem(dst), soff, doff, n, 0, nullptr, nullptr);
         st != CL_SUCCESS)
       cl::check(st, "clEnqueueCopyBuffer", std::to_string(n) + " bytes on " + info.id);
   }
-  bool copy_from(DeviceImpl& src_dev, void* dst, size_t doff, void* src, size_t soff, size_t n) override {
+  bool copy_from(DeviceImpl& src_dev, NativeMem* dst, size_t doff, NativeMem* src, size_t soff, size_t n) override {
     auto* s = dynamic_cast<ClDevice*>(&src_dev);
     if (!s || s->ctx() != ctx()) return false;
     // The copy runs on our queue after the source queue's pending work; the source queue then
@@ -271,7 +271,7 @@ class ClDevice final : public DeviceImpl {
     cl_event ready = nullptr, done = nullptr;
     cl::check(clEnqueueMarkerWithWaitList(s->queue(), 0, nullptr, &ready), "clEnqueueMarkerWithWaitList");
     cl::Event r(ready);
-    cl::check(clEnqueueCopyBuffer(queue(), static_cast<cl_mem>(src), static_cast<cl_mem>(dst), soff, doff, n, 1, &ready, &done),
+    cl::check(clEnqueueCopyBuffer(queue(), cl::mem(src), cl::mem(dst), soff, doff, n, 1, &ready, &done),
               "clEnqueueCopyBuffer", "cross-device copy " + src_dev.info.id + " -> " + info.id);
     cl::Event d(done);
     cl::check(clEnqueueBarrierWithWaitList(s->queue(), 1, &done, nullptr), "clEnqueueBarrierWithWaitList");
@@ -499,7 +499,7 @@ Buffer adopt(const Device& dev, cl_mem mem, DType dtype, size_t count) {
   b->dtype = dtype;
   b->count = count;
   b->nbytes = count * size(dtype);  // checked above
-  b->mem = mem;
+  b->mem = cl::native(mem);
   b->alloc_bytes = bytes;
   b->owned = false;  // released, never returned to encore's allocator
   return Buffer(std::move(b));
@@ -529,7 +529,7 @@ cl_command_queue queue(const Device& dev) { return cl_device_of(dev.impl(), "enc
 cl_mem native(const Buffer& b) {
   if (!b) throw ArgumentError("encore::opencl::native: null buffer");
   cl_device_of(b.impl()->dev.get(), "encore::opencl::native");
-  return static_cast<cl_mem>(b.impl()->handle());
+  return cl::mem(b.impl()->handle());
 }
 
 }  // namespace encore::opencl

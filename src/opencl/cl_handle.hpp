@@ -7,7 +7,13 @@
 
 #include "encore/error.hpp"
 
+namespace encore::detail { struct NativeMem; }
+
 namespace encore::cl {
+
+// The core's opaque memory handle is a cl_mem on this backend.
+inline cl_mem mem(detail::NativeMem* m) { return reinterpret_cast<cl_mem>(m); }
+inline detail::NativeMem* native(cl_mem m) { return reinterpret_cast<detail::NativeMem*>(m); }
 
 template <class T, cl_int (*Release)(T)>
 class Handle {

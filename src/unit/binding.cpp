@@ -20,7 +20,7 @@ void point_entry(UnitImpl& u, uint32_t e, const Buffer& b) {
   Binding* bd = u.bound.get();
   if (!bd || bd->current[e].impl() == b.impl()) return;
   b.impl()->ensure_allocated();
-  void* h = b.impl()->handle();
+  NativeMem* h = b.impl()->handle();
   // arguments first: if setting one fails, `current` still differs from b and a retry sets them all
   for (const KernelUse& k : bd->uses[e]) bd->items[k.bound].kernel->set_buffer(k.arg, h);
   bd->current[e] = b;
