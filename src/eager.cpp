@@ -57,7 +57,7 @@ static void eager_copy(const Buffer& dst, const Buffer& src) {
 // Sets the arguments on the kernel's eager object and enqueues it; bumps what it writes. False when
 // the launch was empty (a zero global size): nothing ran. dims/gws/lws/ns report what ran.
 static bool run_kernel_eager(KernelImpl& k, const std::vector<Arg>& args, const Sizes& global, const Sizes& local,
-                             LaunchDims& ld, uint64_t* ns) {
+                             LaunchDims& ld, uint64_t* ns, const ExecItem* traced = nullptr) {
   DeviceImpl& dev = *k.program->dev;
   int64_t g[3], l[3];
   for (uint8_t d = 0; d < global.n; ++d) g[d] = global.v[d].eval();
@@ -84,7 +84,8 @@ static bool run_kernel_eager(KernelImpl& k, const std::vector<Arg>& args, const 
         }
       }
     }
-    enqueue_launch(dev, bk, ld, ns);
+    if (traced) trace_item(dev, dev.launch_traced(bk, ld.dims, ld.gws, ld.lws), *traced, "eager", ld.dims, ld.gws);
+    else enqueue_launch(dev, bk, ld, ns);
     std::array<size_t, 4> cfg{dims, lws[0], dims > 1 ? lws[1] : 0, dims > 2 ? lws[2] : 0};
     bool seen = false;
     for (const auto& c : k.seen_configs) seen = seen || c == cfg;
@@ -106,6 +107,7 @@ void run_item_eager(const ExecItem& item) {
   switch (item.kind) {
     case ItemKind::copy:
       eager_copy(item.dst, item.src);
+      if (trace_active()) trace_item(*item.dst.impl()->dev, nullptr, item, "eager", 0, nullptr);
       if (debug_level() >= 2) debug_print_item(item, 0, nullptr, nullptr, 0, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
       return;
     case ItemKind::upload: {
@@ -113,13 +115,16 @@ void run_item_eager(const ExecItem& item) {
       d.ensure_allocated();
       enqueue_upload(d, item.data->data(), d.nbytes, true);
       d.bump();
+      if (trace_active()) trace_item(*d.dev, nullptr, item, "eager", 0, nullptr);
       return;
     }
     case ItemKind::kernel: break;
   }
   LaunchDims ld;
   uint64_t ns = 0;
-  if (!run_kernel_eager(*item.kernel.impl(), item.args, item.global, item.local, ld, debug_level() >= 2 ? &ns : nullptr)) return;
+  const bool traced = trace_active() && debug_level() < 2;
+  if (!run_kernel_eager(*item.kernel.impl(), item.args, item.global, item.local, ld, debug_level() >= 2 ? &ns : nullptr, traced ? &item : nullptr))
+    return;
   if (debug_level() >= 2)
     debug_print_item(item, ld.dims, ld.gws, ld.lws, ns, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
 }
@@ -171,7 +176,7 @@ void Device::launch_args(const Kernel& k, const Sizes& global, const Sizes& loca
                             (a.kind == Arg::Kind::variable ? " (pass var.as(DType::...))" : " (cast the value to the parameter's type)"));
     }
   }
-  if (!current_recorder() && debug_level() < 2) {
+  if (!current_recorder() && debug_level() < 2 && !trace_active()) {
     // the common eager case: run straight from the arguments, no ExecItem to build and destroy
     LaunchDims ld;
     run_kernel_eager(ki, args, global, local, ld, nullptr);

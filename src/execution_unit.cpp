@@ -19,6 +19,7 @@ std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buf
                                     UnitOptions opt, std::vector<BufferImpl*> internal, const std::vector<uint64_t>& capture_ids) {
   auto up = std::make_unique<UnitImpl>();
   UnitImpl& u = *up;
+  TraceSpan plan_span("plan");
   u.plan = make_plan(std::move(items), std::move(inputs), std::move(outputs), opt, std::move(internal), capture_ids);
   const Plan& p = u.plan;
   u.inputs = p.inputs;
@@ -41,6 +42,7 @@ std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buf
     log(LogLevel::info, line);
     for (const std::string& note : p.keep_notes) log(LogLevel::info, "  kept " + note);
   }
+  TraceSpan bind_span("bind");
   bind_unit(u);
   return up;
 }

@@ -143,6 +143,13 @@ struct DeviceImpl : std::enable_shared_from_this<DeviceImpl> {
   virtual void wait_event(NativeEvent* /*ev*/) {}
   virtual bool event_done(NativeEvent* /*ev*/) { return true; }
   virtual void retain_event(NativeEvent* /*ev*/) {}
+  // A launch whose completion is traced: the kernel's own event where the backend has one.
+  virtual NativeEvent* launch_traced(BackendKernel& k, uint32_t dims, const size_t* global, const size_t* local) {
+    launch(k, dims, global, local, nullptr);
+    return enqueue_marker();
+  }
+  // Device start and end of a completed event's command, where the queue profiles.
+  virtual bool event_times(NativeEvent* /*ev*/, uint64_t* /*start_ns*/, uint64_t* /*end_ns*/) { return false; }
   virtual void release_event(NativeEvent* /*ev*/) noexcept {}
   // Later work on this queue waits for `events` without blocking the host where the backend can
   // (events of its own context); others are waited for on the host first.
@@ -245,6 +252,7 @@ struct KernelImpl {
 // recording thread lets go at its next launch, never writing into freed memory.
 struct Recorder {
   uint64_t id = 0;
+  double started_us = 0;  // for the trace's "record" span
   bool allow_copyout = false;
   std::vector<ExecItem> items;
   std::atomic<bool> closed{false};
@@ -266,6 +274,18 @@ void choose_local(uint32_t dims, const size_t* global, size_t max_wg, size_t* lo
 std::optional<DType> scalar_dtype_of(const std::string& type_name);
 
 int debug_level();
+// Tracing (encore/profile.hpp): whether recording, a host span, and an enqueued item.
+bool trace_active() noexcept;
+double trace_now_us();
+void trace_span(const char* name, double start_us);  // [start_us, now] on the host track
+struct TraceSpan {
+  explicit TraceSpan(const char* name);
+  ~TraceSpan();
+  const char* name;
+  double start_us;
+};
+// Records an item enqueued on `dev` with its completion event (may be null: host times only).
+void trace_item(DeviceImpl& dev, NativeEvent* ev, const ExecItem& item, const char* phase, uint32_t dims, const size_t* gws);
 // Sends a message to the log sink (encore/log.hpp); by default printed only at ENCORE_DEBUG >= 1.
 void log(LogLevel level, std::string_view message);
 bool env_flag(const char* name, bool dflt);

@@ -117,6 +117,7 @@ void JitCore::begin_capture() {
   auto r = std::make_shared<Recorder>();
   r->id = next_capture_id();
   r->allow_copyout = opt.allow_copyout;
+  r->started_us = trace_active() ? trace_now_us() : 0;
   start_recording(r);
   s_->rec = std::move(r);
 }
@@ -129,6 +130,7 @@ void JitCore::abandon_capture() noexcept {
 void JitCore::end_capture(const std::vector<Buffer>& outs) {
   std::shared_ptr<Recorder> rec = std::move(s_->rec);
   stop_recording(rec.get());
+  trace_span("record", rec->started_us);
   std::vector<ExecItem> items = std::move(rec->items);
   if (items.empty())
     throw JitError("TinyJit: the callable issued no device work during capture (no launch, copy or copyin on this thread); "
@@ -294,6 +296,7 @@ Capture::Capture(UnitOptions options) : s_(std::make_unique<State>()) {
   auto r = std::make_shared<Recorder>();
   r->id = next_capture_id();
   r->allow_copyout = options.allow_copyout;
+  r->started_us = trace_active() ? trace_now_us() : 0;
   start_recording(r);
   s_->rec = std::move(r);
 }
@@ -321,6 +324,7 @@ ExecutionUnit Capture::end() {
   if (!s_->active) throw JitError("Capture::end called twice");
   if (current_recorder() != s_->rec.get()) throw JitError("Capture::end must be called on the thread that began the capture");
   stop_recording(s_->rec.get());
+  trace_span("record", s_->rec->started_us);
   s_->active = false;
   std::vector<ExecItem> items = std::move(s_->rec->items);
   if (items.empty()) throw JitError("Capture::end: no device work was issued on this thread during the capture");

@@ -11,5 +11,6 @@
 #include "encore/jit.hpp"
 #include "encore/log.hpp"
 #include "encore/memory_planner.hpp"
+#include "encore/profile.hpp"
 #include "encore/program.hpp"
 #include "encore/variable.hpp"

@@ -198,7 +198,7 @@ class ClDevice final : public DeviceImpl {
   ClDevice(const Found& f, int index) : dev_(f.device) {
     info = read_info(f, index);
     ctx_ = context_for(f.platform);
-    profiling = debug_level() >= 2 || env_flag("ENCORE_PROFILING", false) || std::getenv("PROFILE") != nullptr;
+    profiling = debug_level() >= 2 || env_flag("ENCORE_PROFILING", false) || std::getenv("ENCORE_PROFILE") != nullptr;
     cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, profiling ? static_cast<cl_queue_properties>(CL_QUEUE_PROFILING_ENABLE) : 0, 0};
     cl_int err = CL_SUCCESS;
     q_ = cl::Queue(clCreateCommandQueueWithProperties(ctx_->ctx.get(), dev_, props, &err));
@@ -336,6 +336,24 @@ class ClDevice final : public DeviceImpl {
     if (!same.empty())
       cl::check(clEnqueueBarrierWithWaitList(queue(), static_cast<cl_uint>(same.size()), same.data(), nullptr), "clEnqueueBarrierWithWaitList",
                 info.id);
+  }
+  NativeEvent* launch_traced(BackendKernel& k, uint32_t dims, const size_t* global, const size_t* local) override {
+    auto& ck = static_cast<ClKernel&>(k);
+    cl_event ev = nullptr;
+    if (cl_int st = clEnqueueNDRangeKernel(queue(), ck.get(), dims, nullptr, global, local, 0, nullptr, &ev); st != CL_SUCCESS)
+      throw OpenCLError(st, "clEnqueueNDRangeKernel", "kernel " + ck.name() + " on " + info.id);
+    return reinterpret_cast<NativeEvent*>(ev);
+  }
+  bool event_times(NativeEvent* ev, uint64_t* start_ns, uint64_t* end_ns) override {
+    if (!profiling) return false;
+    cl_event e = reinterpret_cast<cl_event>(ev);
+    cl_ulong t0 = 0, t1 = 0;
+    if (clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof t0, &t0, nullptr) != CL_SUCCESS ||
+        clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof t1, &t1, nullptr) != CL_SUCCESS)
+      return false;
+    *start_ns = t0;
+    *end_ns = t1;
+    return true;
   }
   bool device_clock(uint64_t* ns) override {
     if (!profiling) return false;

@@ -189,6 +189,7 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
     pitems[i].volatile_ = touches_input || u.items[i].uses_variables();
   }
   if (opt.prune) {
+    TraceSpan span("prune");
     PruneResult pr = prune(pitems);
     u.one_time = std::move(pr.one_time);
     // ENCORE_DEBUG=1: items that would be one-time but for exactly one condition, and which

@@ -56,6 +56,17 @@ static void run_item(BoundItem& b) {
   }
 }
 
+// Tracing (encore/profile.hpp): kernels with their own events, copies and uploads at host times.
+static void run_item_traced(const Plan& p, BoundItem& b) {
+  if (b.kind == ItemKind::kernel) {
+    if (b.ld.empty) return;
+    trace_item(*b.dev, b.dev->launch_traced(*b.kernel, b.ld.dims, b.ld.gws, b.ld.lws), p.items[b.item], "replay", b.ld.dims, b.ld.gws);
+    return;
+  }
+  run_item(b);
+  trace_item(*b.dev, nullptr, p.items[b.item], "replay", 0, nullptr);
+}
+
 // ENCORE_DEBUG=2: one item at a time, synchronously, with its line (slow by design).
 static void run_item_debug(const Plan& p, BoundItem& b) {
   auto t0 = std::chrono::steady_clock::now();
@@ -126,6 +137,7 @@ void run_unit(UnitImpl& u) {
   for (uint32_t s = 0; s < u.staged.size(); ++s)
     if (u.staged[s]) enqueue_copy(*u.staging[s].impl(), *u.inputs[s].impl(), u.staging[s].nbytes(), nullptr);
   if (debug) run_items(u, b, [&](BoundItem& x) { run_item_debug(u.plan, x); });
+  else if (trace_active()) run_items(u, b, [&](BoundItem& x) { run_item_traced(u.plan, x); });
   else run_items(u, b, run_item);
   for (BufferImpl* r : b.written_roots) r->version.fetch_add(1, std::memory_order_acq_rel);
   for (uint32_t e : b.written_entries) b.current[e].impl()->bump();

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "encore/profile.hpp"
 #include "workload/gbench.hpp"
 
 namespace encore::workload {
@@ -21,7 +22,7 @@ namespace {
 const char* kUsage =
     "usage: encore-bench run WORKLOAD.json|DIR... [--device CL|CL:N|NULL] [--calls N] [--rotate R]\n"
     "                        [--no-prune] [--no-plan] [--no-batch] [--json OUT.json] [--format encore|gbench]\n"
-    "                        [--dump DIR]\n"
+    "                        [--dump DIR] [--trace TRACE.json]\n"
     "       encore-bench check WORKLOAD.json|DIR... [--device CL|CL:N|NULL]\n"
     "A folder stands for its *.json files, in name order. Several workloads print one summary table.\n";
 
@@ -68,7 +69,8 @@ int bench_main(int argc, const char* const* argv, const std::function<void(RunOp
       ("json", po::value<std::string>(), "write the report as JSON to this file (- for stdout)")
       ("format", po::value<std::string>()->default_value("encore"),
        "--json format: encore (the report; an array for several workloads) or gbench (Google Benchmark JSON, for compare.py)")
-      ("dump", po::value<std::string>(), "write state buffers and the last call's outputs as DIR/NAME.bin");
+      ("dump", po::value<std::string>(), "write state buffers and the last call's outputs as DIR/NAME.bin")
+      ("trace", po::value<std::string>(), "write a Chrome trace-event file of the run (Perfetto, chrome://tracing)");
   po::options_description hidden;
   hidden.add_options()("command", po::value<std::string>())("workload", po::value<std::vector<std::string>>());
   po::options_description all;
@@ -123,9 +125,13 @@ int bench_main(int argc, const char* const* argv, const std::function<void(RunOp
     return 2;
   }
   std::string file = files.size() == 1 ? files[0].string() : "";
+  const std::string trace = vm.count("trace") ? vm["trace"].as<std::string>() : "";
+  // device times in the trace need a profiling queue: asked for before the device opens
+  if (!trace.empty()) setenv("ENCORE_PROFILING", "1", 0);
   try {
     Device dev = Device::open(vm["device"].as<std::string>());
     std::vector<Report> reports;
+    if (!trace.empty()) encore::profile::start();
     for (const auto& f : files) {
       file = f.string();
       Workload w = load(f);
@@ -140,6 +146,7 @@ int bench_main(int argc, const char* const* argv, const std::function<void(RunOp
       if (!r.first_mismatch.empty()) std::cerr << "encore-bench: " << file << ": results differ: " << r.first_mismatch << "\n";
     }
     if (cmd == "check") return 0;
+    if (!trace.empty()) encore::profile::stop(trace);
     file.clear();
     if (files.size() > 1) std::cout << summary_table(reports);
     if (vm.count("json")) {

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "encore/profile.hpp"
 #include "encore/workload.hpp"
 #include "workload/cli.hpp"
 #include "workload/json_tree.hpp"
@@ -76,6 +77,19 @@ TEST(WorkloadRun, SmallAgreesAndReports) {
   EXPECT_LE(f["temp_bytes_lower_bound"], f["temp_bytes_planned"]);
   EXPECT_LE(f["temp_bytes_planned"], f["temp_bytes_naive"]);
   EXPECT_EQ(f["temp_bytes_naive"], 1024);  // t: 256 f32, already a multiple of the alignment
+}
+
+// --trace: a Chrome trace of the run, with the capture phases and the eager and replayed items.
+TEST(WorkloadRun, TraceFile) {
+  std::string trace = temp_path("trace.json");
+  Result r = bench({"run", kData + "small.json", "--calls", "4", "--rotate", "2", "--trace", trace});
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  std::vector<unsigned char> b = read_file(trace);
+  std::string text(b.begin(), b.end());
+  wl::detail::JNode root = wl::detail::parse_json(text);  // well-formed JSON
+  for (const char* s : {"\"traceEvents\"", "\"cat\":\"replay\"", "\"cat\":\"eager\"", "\"name\":\"record\"", "\"name\":\"bind\""})
+    EXPECT_NE(text.find(s), std::string::npos) << s;
+  EXPECT_FALSE(encore::profile::active());
 }
 
 TEST(WorkloadRun, OptionsMapToJit) {

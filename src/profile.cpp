@@ -1,0 +1,198 @@
+// Chrome trace recording (encore/profile.hpp): host spans and device items, written as trace-event
+// JSON. Device times come from the items' own events where the queue profiles; they are put on the
+// host's clock by one marker per device, read when the trace is written.
+#include "encore/profile.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "encore/error.hpp"
+#include "internal.hpp"
+
+namespace encore {
+
+namespace detail {
+
+namespace {
+
+double host_now_us() {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct HostSpan {
+  std::string name;
+  double start_us, end_us;
+};
+
+struct DeviceItem {
+  std::shared_ptr<DeviceImpl> dev;
+  NativeEvent* ev;  // retained; null where the device runs synchronously (NULL)
+  std::string name, phase, global;
+  double bytes;
+  double enqueued_us;
+};
+
+struct Recording {
+  std::mutex mu;
+  std::vector<HostSpan> spans;
+  std::vector<DeviceItem> items;
+  void clear() {
+    for (DeviceItem& d : items)
+      if (d.ev) d.dev->release_event(d.ev);
+    items.clear();
+    spans.clear();
+  }
+  ~Recording() { clear(); }
+};
+
+std::atomic<bool> g_active{false};
+
+Recording& rec() {
+  static Recording r;
+  return r;
+}
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '"': o += "\\\""; break;
+      case '\\': o += "\\\\"; break;
+      case '\n': o += "\\n"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char b[8];
+          std::snprintf(b, sizeof b, "\\u%04x", c);
+          o += b;
+        } else {
+          o += c;
+        }
+    }
+  }
+  return o;
+}
+
+// ENCORE_PROFILE=file.json: record from the first use until exit.
+struct EnvProfile {
+  std::string path;
+  EnvProfile() {
+    if (const char* p = std::getenv("ENCORE_PROFILE"); p && *p) {
+      path = p;
+      g_active = true;
+    }
+  }
+  ~EnvProfile() {
+    if (path.empty() || !g_active) return;
+    try {
+      profile::stop(path);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "encore: ENCORE_PROFILE: %s\n", e.what());
+    }
+  }
+};
+EnvProfile g_env_profile;
+
+}  // namespace
+
+bool trace_active() noexcept { return g_active.load(std::memory_order_relaxed); }
+double trace_now_us() { return host_now_us(); }
+
+void trace_span(const char* name, double start_us) {
+  if (!trace_active() || start_us == 0) return;
+  double end = host_now_us();
+  Recording& r = rec();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.spans.push_back({name, start_us, end});
+}
+
+TraceSpan::TraceSpan(const char* n) : name(n), start_us(trace_active() ? host_now_us() : 0) {}
+TraceSpan::~TraceSpan() { trace_span(name, start_us); }
+
+void trace_item(DeviceImpl& dev, NativeEvent* ev, const ExecItem& item, const char* phase, uint32_t dims, const size_t* gws) {
+  DeviceItem d{dev.shared_from_this(), ev, {}, phase, {}, 0, host_now_us()};
+  d.name = item.kind == ItemKind::kernel ? (item.name.empty() ? item.kernel.name() : item.name) : item.kind == ItemKind::copy ? "copy" : "upload";
+  if (dims) {
+    d.global = "[";
+    for (uint32_t i = 0; i < dims; ++i) d.global += (i ? "," : "") + std::to_string(gws[i]);
+    d.global += "]";
+  }
+  for (const StorageAccess& a : item.accesses()) d.bytes += static_cast<double>(a.hi - a.lo);
+  Recording& r = rec();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.items.push_back(std::move(d));
+}
+
+}  // namespace detail
+
+namespace profile {
+
+void start() {
+  detail::Recording& r = detail::rec();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.clear();
+  detail::g_active = true;
+}
+
+bool active() { return detail::trace_active(); }
+
+void stop(const std::string& path) {
+  using namespace detail;
+  g_active = false;
+  Recording& r = rec();
+  std::lock_guard<std::mutex> lock(r.mu);
+  // device clock -> host clock, one marker per device
+  std::map<DeviceImpl*, double> offset_us;
+  for (DeviceItem& d : r.items) {
+    if (!d.ev || offset_us.count(d.dev.get())) continue;
+    uint64_t t = 0;
+    double host = 0;
+    bool ok = d.dev->device_clock(&t);
+    host = host_now_us();
+    offset_us[d.dev.get()] = ok ? host - static_cast<double>(t) / 1000.0 : 0;
+  }
+  std::ostringstream out;
+  out.precision(3);
+  out << std::fixed << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
+  out << R"({"name":"process_name","ph":"M","pid":1,"tid":0,"args":{"name":"encore"}})";
+  out << ",\n" << R"({"name":"thread_name","ph":"M","pid":1,"tid":0,"args":{"name":"host"}})";
+  std::map<DeviceImpl*, int> tid;
+  for (DeviceItem& d : r.items)
+    if (tid.emplace(d.dev.get(), static_cast<int>(tid.size()) + 1).second)
+      out << ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":" << tid[d.dev.get()] << ",\"args\":{\"name\":\""
+          << json_escape(d.dev->info.id + " " + d.dev->info.name) << "\"}}";
+  for (const HostSpan& h : r.spans)
+    out << ",\n{\"name\":\"" << json_escape(h.name) << "\",\"cat\":\"capture\",\"ph\":\"X\",\"pid\":1,\"tid\":0,\"ts\":" << h.start_us
+        << ",\"dur\":" << (h.end_us - h.start_us) << "}";
+  for (DeviceItem& d : r.items) {
+    double ts = d.enqueued_us, dur = 0;
+    bool on_device = false;
+    if (d.ev) {
+      d.dev->wait_event(d.ev);
+      uint64_t s = 0, e = 0;
+      if (d.dev->event_times(d.ev, &s, &e)) {
+        ts = static_cast<double>(s) / 1000.0 + offset_us[d.dev.get()];
+        dur = static_cast<double>(e - s) / 1000.0;
+        on_device = true;
+      }
+    }
+    out << ",\n{\"name\":\"" << json_escape(d.name) << "\",\"cat\":\"" << d.phase << "\",\"ph\":\"X\",\"pid\":1,\"tid\":" << tid[d.dev.get()]
+        << ",\"ts\":" << ts << ",\"dur\":" << dur << ",\"args\":{\"global\":\"" << d.global << "\",\"bytes\":" << d.bytes
+        << ",\"clock\":\"" << (on_device ? "device" : "host enqueue") << "\"}}";
+  }
+  out << "\n]}\n";
+  r.clear();
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << out.str();
+  if (!f) throw Error("encore::profile::stop: cannot write the trace to " + path);
+}
+
+}  // namespace profile
+}  // namespace encore
