@@ -3,6 +3,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "capi/handles.hpp"
@@ -335,7 +336,11 @@ encore_status encore_unit_save(encore_unit unit, const char* path, const char* n
 #if ENCORE_CAPI_HAVE_WORKLOAD
     workload::SaveOptions o;
     if (name) o.name = name;
-    workload::save_workload(u->unit, path, o);
+    try {
+      workload::save_workload(u->unit, path, o);
+    } catch (const std::system_error& e) {  // std::filesystem::filesystem_error among others
+      fail(ENCORE_ERROR_WORKLOAD, std::string("cannot write the workload ") + path + ": " + e.what());
+    }
 #else
     (void)name;
     fail(ENCORE_ERROR_UNSUPPORTED, "this libencore was built without the workload harness (meson -Dharness=false)");
