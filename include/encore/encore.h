@@ -74,7 +74,8 @@ typedef enum encore_status {
   ENCORE_ERROR_OUT_OF_MEMORY = 6,    /* host or device allocation failed */
   ENCORE_ERROR_UNSUPPORTED = 7,      /* not available in this build */
   ENCORE_ERROR_WORKLOAD = 8,         /* writing a workload file failed */
-  ENCORE_ERROR_UNKNOWN = 9           /* anything else */
+  ENCORE_ERROR_UNKNOWN = 9,          /* anything else */
+  ENCORE_STATUS_MAX_ENUM = 0x7fffffff /* (not a status: makes every int a valid value, as in C) */
 } encore_status;
 
 /* The message of the last call that failed on this thread ("" if none); valid until the next failing call. */
@@ -101,7 +102,8 @@ typedef enum encore_dtype {
   ENCORE_DTYPE_DEFAULT = 0,
   ENCORE_F16 = 1, ENCORE_F32, ENCORE_F64,
   ENCORE_I8, ENCORE_I16, ENCORE_I32, ENCORE_I64,
-  ENCORE_U8, ENCORE_U16, ENCORE_U32, ENCORE_U64
+  ENCORE_U8, ENCORE_U16, ENCORE_U32, ENCORE_U64,
+  ENCORE_DTYPE_MAX_ENUM = 0x7fffffff /* (not a dtype: makes every int a valid value, as in C) */
 } encore_dtype;
 
 /* Bytes per element of a dtype; 0 for an invalid one. */
@@ -191,7 +193,8 @@ typedef enum encore_arg_kind {
   ENCORE_ARG_BUFFER_INOUT,
   ENCORE_ARG_I32, ENCORE_ARG_U32, ENCORE_ARG_I64, ENCORE_ARG_U64, ENCORE_ARG_F32, ENCORE_ARG_F64,
   ENCORE_ARG_VARIABLE,     /* value.variable: its current value per call */
-  ENCORE_ARG_LOCAL_BYTES   /* value.local_bytes of __local memory */
+  ENCORE_ARG_LOCAL_BYTES,  /* value.local_bytes of __local memory */
+  ENCORE_ARG_KIND_MAX_ENUM = 0x7fffffff /* (not a kind: makes every int a valid value, as in C) */
 } encore_arg_kind;
 
 /* One kernel argument: a tagged union. Build them with the encore_arg_* helpers below. */

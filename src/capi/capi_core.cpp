@@ -240,9 +240,17 @@ Arg to_arg(const encore_arg& a, size_t i) {
       return Arg(v->var.as(to_dtype(a.value.variable.as, (what + ".value.variable.as").c_str())));
     }
     case ENCORE_ARG_LOCAL_BYTES: return Arg(LocalMem{a.value.local_bytes});
+    case ENCORE_ARG_KIND_MAX_ENUM: break;
   }
   fail(ENCORE_ERROR_INVALID_ARGUMENT, what + ".kind: expected an encore_arg_kind (ENCORE_ARG_BUFFER .. "
                                              "ENCORE_ARG_LOCAL_BYTES), found " + std::to_string(static_cast<int>(a.kind)));
+}
+
+// Host transfers move the whole buffer: nbytes must be its size.
+void check_nbytes(const Buffer& b, size_t nbytes) {
+  if (nbytes != b.nbytes())
+    fail(ENCORE_ERROR_INVALID_ARGUMENT, "nbytes: expected " + std::to_string(b.nbytes()) + " (the size of " + b.describe() +
+                                            "), found " + std::to_string(nbytes));
 }
 
 void check_dims(size_t dims) {
@@ -288,6 +296,7 @@ const char* encore_status_name(encore_status s) {
     case ENCORE_ERROR_UNSUPPORTED: return "ENCORE_ERROR_UNSUPPORTED";
     case ENCORE_ERROR_WORKLOAD: return "ENCORE_ERROR_WORKLOAD";
     case ENCORE_ERROR_UNKNOWN: return "ENCORE_ERROR_UNKNOWN";
+    case ENCORE_STATUS_MAX_ENUM: break;
   }
   return "ENCORE_STATUS_UNKNOWN";
 }
@@ -378,9 +387,7 @@ encore_status encore_buffer_get_info(encore_buffer buf, encore_buffer_info* out)
 encore_status encore_buffer_copyin(encore_buffer buf, const void* src, size_t nbytes) {
   return guard(__func__, [&] {
     auto b = get<BufferObj>(buf, "buf");
-    if (nbytes != b->buf.nbytes())
-      fail(ENCORE_ERROR_INVALID_ARGUMENT, "nbytes: expected " + std::to_string(b->buf.nbytes()) + " (the size of " +
-                                              b->buf.describe() + "), found " + std::to_string(nbytes));
+    check_nbytes(b->buf, nbytes);
     if (nbytes) need(src, "src");
     b->buf.copyin_bytes(src, nbytes);
   });
@@ -389,9 +396,7 @@ encore_status encore_buffer_copyin(encore_buffer buf, const void* src, size_t nb
 encore_status encore_buffer_copyout(encore_buffer buf, void* dst, size_t nbytes) {
   return guard(__func__, [&] {
     auto b = get<BufferObj>(buf, "buf");
-    if (nbytes != b->buf.nbytes())
-      fail(ENCORE_ERROR_INVALID_ARGUMENT, "nbytes: expected " + std::to_string(b->buf.nbytes()) + " (the size of " +
-                                              b->buf.describe() + "), found " + std::to_string(nbytes));
+    check_nbytes(b->buf, nbytes);
     if (nbytes) need(dst, "dst");
     b->buf.copyout_bytes(dst, nbytes);
   });

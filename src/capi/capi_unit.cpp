@@ -186,6 +186,12 @@ void check_not_running(const JitObj& j, const char* op) {
     if (r == &j) fail(ENCORE_ERROR_INVALID_ARGUMENT, std::string("jit is running its step callback on this thread: it cannot be ") + op + " from inside it");
 }
 
+// Waits for a call in progress on another thread (one on this thread is an error: it would deadlock).
+std::unique_lock<std::mutex> lock_idle(JitObj& j, const char* op) {
+  check_not_running(j, op);
+  return std::unique_lock<std::mutex>(j.mu);
+}
+
 }  // namespace
 
 }  // namespace encore::capi
@@ -433,8 +439,7 @@ encore_status encore_jit_calls(encore_jit jit, uint64_t* calls) {
   return guard(__func__, [&] {
     auto j = get<JitObj>(jit, "jit");
     need(calls, "calls");
-    check_not_running(*j, "queried");
-    std::lock_guard<std::mutex> lock(j->mu);
+    auto lock = lock_idle(*j, "queried");
     *calls = j->jit->calls();
   });
 }
@@ -442,8 +447,7 @@ encore_status encore_jit_calls(encore_jit jit, uint64_t* calls) {
 encore_status encore_jit_reset(encore_jit jit) {
   return guard(__func__, [&] {
     auto j = get<JitObj>(jit, "jit");
-    check_not_running(*j, "reset");
-    std::lock_guard<std::mutex> lock(j->mu);
+    auto lock = lock_idle(*j, "reset");
     j->jit->reset();
     j->unit_devices.clear();
     j->unit_devices_known = false;
@@ -454,8 +458,7 @@ encore_status encore_jit_get_stats(encore_jit jit, encore_unit_stats* out) {
   return guard(__func__, [&] {
     auto j = get<JitObj>(jit, "jit");
     need(out, "out");
-    check_not_running(*j, "queried");
-    std::lock_guard<std::mutex> lock(j->mu);
+    auto lock = lock_idle(*j, "queried");
     if (j->jit->calls() >= 2 && j->jit->unit()) {
       fill_stats(j->jit->unit().stats(), out);
       return;
