@@ -27,11 +27,8 @@ std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buf
   u.staging.resize(p.inputs.size());
   u.staged.assign(p.inputs.size(), 0);
   u.vars = p.var_init;
-  // the captured inputs may themselves be fresh outputs of an earlier unit: checked like any binding
-  for (uint32_t s = 0; s < p.inputs.size(); ++s) {
-    u.changed_slots.push_back(s);
-    u.slot_changed[s] = 1;
-  }
+  u.changed_slots.reserve(p.inputs.size());
+  u.in_flight.assign(static_cast<size_t>(p.opt.max_in_flight) * p.devices.size(), nullptr);
   if (debug_level() >= 1) {
     const UnitStats& st = p.stats;
     std::fprintf(stderr,
@@ -51,10 +48,13 @@ std::vector<Buffer> unit_state_storages(const ExecutionUnit& unit) { return Unit
 }  // namespace detail
 
 ExecutionUnit::ExecutionUnit() = default;
+// The unit's in-flight replays read its upload snapshots and arena: UnitImpl's destructor waits
+// for them (their markers), never for unrelated work. Unbounded units have no markers: they finish
+// their devices' queues.
 ExecutionUnit::~ExecutionUnit() {
-  if (impl_)
+  if (impl_ && impl_->plan.opt.max_in_flight == 0)
     for (auto& d : impl_->plan.devices) try {
-        d->finish();  // pending uploads read the unit's snapshots
+        d->finish();
       } catch (...) {
       }
 }
@@ -186,6 +186,33 @@ ExecutionUnit& ExecutionUnit::update(const std::map<Buffer, Buffer>& buffers, st
 
 void ExecutionUnit::operator()() { run_unit(need(impl_)); }
 
+Event ExecutionUnit::run(std::span<const Event> wait_for) {
+  UnitImpl& u = need(impl_);
+  if (!wait_for.empty())
+    for (auto& d : u.plan.devices) d->enqueue_wait(wait_for);
+  run_unit(u);
+  // the completion: this replay's in-flight markers (retained), or new markers when unbounded
+  const size_t nd = u.plan.devices.size();
+  std::vector<std::shared_ptr<EventImpl>> parts;
+  for (size_t d = 0; d < nd; ++d) {
+    auto& dev = u.plan.devices[d];
+    NativeEvent* ev = nullptr;
+    if (!u.in_flight.empty()) {
+      uint32_t last = (u.in_flight_next + u.plan.opt.max_in_flight - 1) % u.plan.opt.max_in_flight;
+      ev = u.in_flight[last * nd + d];
+      if (ev) dev->retain_event(ev);
+    } else {
+      ev = dev->enqueue_marker();
+    }
+    if (ev) parts.push_back(std::make_shared<QueueEvent>(dev, ev));
+  }
+  if (parts.empty()) return Event();
+  if (parts.size() == 1) return Event(std::move(parts[0]));
+  auto all = std::make_shared<AllEvent>();
+  all->parts = std::move(parts);
+  return Event(std::move(all));
+}
+
 bool ExecutionUnit::times_on_device() const {
   UnitImpl& u = need(impl_);
   for (auto& d : u.plan.devices)
@@ -233,7 +260,10 @@ ExecutionUnit ExecutionUnit::operator+(const ExecutionUnit& o) const {
 
 void ExecutionUnit::free_intermediates() {
   UnitImpl& u = need(impl_);
-  for (auto& d : u.plan.devices) d->finish();
+  if (u.plan.opt.max_in_flight == 0)
+    for (auto& d : u.plan.devices) d->finish();
+  else
+    u.wait_in_flight();
   u.bound.reset();
 }
 

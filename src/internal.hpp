@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "encore/device.hpp"
+#include "encore/event.hpp"
 #include "encore/exec_item.hpp"
 #include "encore/program.hpp"
 #include "encore/variable.hpp"
@@ -66,6 +67,40 @@ struct BuildResult {
 };
 
 class Allocator;
+struct DeviceImpl;
+
+// A backend's event object (a cl_event on OpenCL), opaque to the core.
+struct NativeEvent;
+
+// What an encore::Event refers to.
+struct EventImpl {
+  virtual ~EventImpl() = default;
+  virtual void wait() = 0;
+  virtual bool done() = 0;
+};
+
+// An event of one device's queue; released with it.
+struct QueueEvent final : EventImpl {
+  QueueEvent(std::shared_ptr<DeviceImpl> d, NativeEvent* e) : dev(std::move(d)), ev(e) {}
+  ~QueueEvent() override;
+  void wait() override;
+  bool done() override;
+  std::shared_ptr<DeviceImpl> dev;
+  NativeEvent* ev;
+};
+
+// Completes when every part has.
+struct AllEvent final : EventImpl {
+  std::vector<std::shared_ptr<EventImpl>> parts;
+  void wait() override {
+    for (auto& p : parts) p->wait();
+  }
+  bool done() override {
+    for (auto& p : parts)
+      if (!p->done()) return false;
+    return true;
+  }
+};
 
 // One device. The backend implements memory, transfers, launches and builds; the core does the rest.
 struct DeviceImpl : std::enable_shared_from_this<DeviceImpl> {
@@ -97,6 +132,18 @@ struct DeviceImpl : std::enable_shared_from_this<DeviceImpl> {
   // Waits for the queue and reads the device clock after everything queued so far (a profiling
   // marker's end time). False where the queue has no profiling (then callers use wall time).
   virtual bool device_clock(uint64_t* /*ns*/) { return false; }
+  // Events. A marker completes when everything enqueued so far has finished; null where work is
+  // complete when its call returns (NULL). Markers are released with release_event.
+  virtual NativeEvent* enqueue_marker() { return nullptr; }
+  virtual void wait_event(NativeEvent* /*ev*/) {}
+  virtual bool event_done(NativeEvent* /*ev*/) { return true; }
+  virtual void retain_event(NativeEvent* /*ev*/) {}
+  virtual void release_event(NativeEvent* /*ev*/) noexcept {}
+  // Later work on this queue waits for `events` without blocking the host where the backend can
+  // (events of its own context); others are waited for on the host first.
+  virtual void enqueue_wait(std::span<const Event> events) {
+    for (const Event& e : events) e.wait();
+  }
   // Builds from source, or from `binary` when given (throws on a bad binary so the caller recompiles).
   virtual BuildResult build(const std::string& source, const std::string& options, const std::vector<unsigned char>* binary,
                             const std::vector<KernelSignature>* cached_signatures) = 0;

@@ -75,7 +75,28 @@ template <class F> void expect_jit_error(F&& f, std::initializer_list<std::strin
   }
 }
 
+// A test that runs on the NULL device and on OpenCL (when present): for behaviour that needs no
+// computed results (validation, errors, structure). Results are compared only where they are
+// computed (expect_same).
+class OnDevices : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "CL" && !have_cl()) GTEST_SKIP() << "no OpenCL device";
+  }
+  Env& env() const { return GetParam() == "NULL" ? null_env() : cl(); }
+};
+
+// Equal contents, checked where the device computes (NULL runs no kernels). Both sides are
+// evaluated on every device, so the calls that produce them run everywhere.
+inline void expect_same(const Env& e, const encore::Buffer& got, const encore::Buffer& want) {
+  if (!e.dev.is_null()) {
+    EXPECT_EQ(get(got), get(want));
+  }
+}
+
 }  // namespace encore_test
+
+#define ON_NULL_AND_CL(Suite) INSTANTIATE_TEST_SUITE_P(Devices, Suite, ::testing::Values("NULL", "CL"), [](const auto& i) { return i.param; })
 
 // Skips the test when there is no OpenCL device.
 #define NEED_CL() \

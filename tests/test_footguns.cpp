@@ -158,12 +158,14 @@ TEST(Footguns, HostValueComputedInCallableIsFrozenAndVerifyCatchesIt) {
   }
 }
 
+class FootgunsOnDevices : public OnDevices {};
+ON_NULL_AND_CL(FootgunsOnDevices);
+
 // FOOTGUN 5: reading a device value on the host inside the callable (copyout) would steer later
 // host code with a value replay never refreshes, so it is a JitError during capture.
 // JitOptions::allow_copyout accepts the frozen value.
-TEST(Footguns, CopyoutInCallableIsAnError) {
-  NEED_CL();
-  Env& e = cl();
+TEST_P(FootgunsOnDevices, CopyoutInCallableIsAnError) {
+  Env& e = env();
   auto f = [&](const Buffer& x) {
     Buffer y = e.dev.alloc<float>(x.count());
     e.dev.launch(e.axpb, {x.count()}, {}, x, y, 1.f, 0.f);
@@ -182,15 +184,19 @@ TEST(Footguns, CopyoutInCallableIsAnError) {
   JitOptions o;
   o.allow_copyout = true;
   TinyJit allowed(f, o);
-  for (int i = 0; i < 4; ++i) EXPECT_EQ(get(allowed(x)), seq(8, 0.f));
+  for (int i = 0; i < 4; ++i) {
+    Buffer r = allowed(x);
+    if (!e.dev.is_null()) {
+      EXPECT_EQ(get(r), seq(8, 0.f));
+    }
+  }
 }
 
 // FOOTGUN 6: a TinyJit called inside another's capture does not replay: it runs its callable
 // eagerly, so its work is recorded into the outer capture (and its own call count does not move).
 // Replays of the outer jit re-run that work without calling the inner jit at all.
-TEST(Footguns, NestedJitRunsInnerCallableEagerlyIntoOuterCapture) {
-  NEED_CL();
-  Env& e = cl();
+TEST_P(FootgunsOnDevices, NestedJitRunsInnerCallableEagerlyIntoOuterCapture) {
+  Env& e = env();
   int inner_runs = 0;
   TinyJit inner([&](const Buffer& x) {
     ++inner_runs;
@@ -208,8 +214,13 @@ TEST(Footguns, NestedJitRunsInnerCallableEagerlyIntoOuterCapture) {
   std::vector<float> expect(8);
   for (int i = 0; i < 8; ++i) expect[i] = 2.f * xv[7 - i] + 1.f;
   Buffer x = make(e.dev, xv);
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(get(outer(x)), expect) << i;
+  for (int i = 0; i < 5; ++i) {
+    Buffer r = outer(x);
+    if (!e.dev.is_null()) {
+      EXPECT_EQ(get(r), expect) << i;
+    }
+  }
   EXPECT_EQ(inner_runs, 2);        // outer calls 0 and 1 only
-  EXPECT_EQ(inner.calls(), 1);     // the capture-time call did not count
+  EXPECT_EQ(inner.calls(), 1u);    // the capture-time call did not count
   EXPECT_EQ(outer.unit().stats().items, 2u);
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "encore/buffer.hpp"
+#include "encore/event.hpp"
 #include "encore/exec_item.hpp"
 #include "encore/program.hpp"
 
@@ -73,6 +74,12 @@ class ENCORE_API Device {
   void run(const ExecItem& item) const;
   // Waits until all work queued on this device has finished.
   void synchronize() const;
+  // An event that completes when all work queued on this device so far has finished (an empty,
+  // complete Event on devices that run work synchronously, like NULL).
+  Event marker() const;
+  // Work queued on this device from now on starts after `events` completed (no host wait for
+  // events of this device's OpenCL context; others are waited for on the host first).
+  void wait_for(std::span<const Event> events) const;
 
   AllocatorStats allocator_stats() const;
   void free_cache() const;  // releases memory kept for reuse

@@ -5,6 +5,7 @@
 #include "encore/device.hpp"
 #include "encore/dtype.hpp"
 #include "encore/error.hpp"
+#include "encore/event.hpp"
 #include "encore/exec_item.hpp"
 #include "encore/execution_unit.hpp"
 #include "encore/jit.hpp"

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "encore/buffer.hpp"
+#include "encore/event.hpp"
 #include "encore/exec_item.hpp"
 #include "encore/variable.hpp"
 
@@ -21,6 +22,10 @@ namespace encore {
 
 struct UnitOptions {
   bool prune = true;           // drop one-time items from replay (DESIGN rule 2)
+  // Replays in flight at most (0: unbounded). A replay first waits for the completion of the one
+  // this many calls before, so a loop that never reads back cannot run ahead of the device without
+  // bound (host memory for queued work grows with the queue).
+  uint32_t max_in_flight = 3;
   bool plan = true;            // plan internal temporaries into one arena (rule 3)
   bool batch = false;          // command-buffer batches (rule 5): not implemented yet, true is a JitError
   bool allow_copyout = false;  // permit copyout during capture (its value is frozen into the capture)
@@ -78,6 +83,10 @@ class ENCORE_API ExecutionUnit {
 
   // Enqueues the step; asynchronous (copyout of a result waits for it).
   void operator()();
+  // Enqueues the step after `wait_for` completed (events of any device, an engine's cl_events
+  // through encore/opencl.hpp) and returns its completion. Costs one marker per device; operator()
+  // makes none.
+  Event run(std::span<const Event> wait_for = {});
   // Runs the step, waits for it, and returns how long it took in seconds: device time (the device
   // clock from before the step's first item to after its last) where times_on_device(), else the
   // host's wall time from enqueue to completion.

@@ -57,7 +57,16 @@ struct JitOptions {
   bool fresh_outputs = false;   // replay returns new copies of the outputs
   int verify = 0;               // ENCORE_VERIFY=N: check the first N replays against eager runs (skipped on NULL)
   ENCORE_API static JitOptions from_env();
-  UnitOptions unit() const { return {prune, plan, batch, allow_copyout}; }
+  uint32_t max_in_flight = 3;   // replays in flight at most (UnitOptions::max_in_flight)
+  UnitOptions unit() const {
+    UnitOptions u;
+    u.prune = prune;
+    u.plan = plan;
+    u.batch = batch;
+    u.allow_copyout = allow_copyout;
+    u.max_in_flight = max_in_flight;
+    return u;
+  }
 };
 
 namespace detail {

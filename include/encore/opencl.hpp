@@ -22,6 +22,13 @@ ENCORE_API Device adopt(cl_command_queue queue);
 // encore retains it and releases its reference when the last handle goes; it never frees the memory.
 ENCORE_API Buffer adopt(const Device& dev, cl_mem mem, DType dtype, size_t count);
 
+// An Event over an engine's cl_event of `dev`'s context (retained; released with the last handle):
+// pass it to ExecutionUnit::run or Device::wait_for to order encore's work after the engine's.
+ENCORE_API Event adopt(const Device& dev, cl_event event);
+// The cl_event behind an encore Event (owned by the Event: retain it to keep it longer). ArgumentError
+// for an empty Event, a NULL-device one, or one over several devices.
+ENCORE_API cl_event native(const Event& event);
+
 ENCORE_API cl_context context(const Device& dev);
 ENCORE_API cl_device_id device_id(const Device& dev);
 ENCORE_API cl_command_queue queue(const Device& dev);

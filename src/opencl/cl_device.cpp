@@ -300,6 +300,38 @@ class ClDevice final : public DeviceImpl {
     }
   }
   void finish() override { cl::check(clFinish(queue()), "clFinish", info.id); }
+  NativeEvent* enqueue_marker() override {
+    cl_event ev = nullptr;
+    cl::check(clEnqueueMarkerWithWaitList(queue(), 0, nullptr, &ev), "clEnqueueMarkerWithWaitList", info.id);
+    clFlush(queue());  // a marker nobody flushes may never complete for a waiter on another thread
+    return reinterpret_cast<NativeEvent*>(ev);
+  }
+  void wait_event(NativeEvent* ev) override {
+    cl_event e = reinterpret_cast<cl_event>(ev);
+    cl::check(clWaitForEvents(1, &e), "clWaitForEvents", "event on " + info.id);
+  }
+  bool event_done(NativeEvent* ev) override {
+    cl_int st = CL_QUEUED;
+    cl::check(clGetEventInfo(reinterpret_cast<cl_event>(ev), CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, nullptr), "clGetEventInfo",
+              info.id);
+    if (st < 0) throw OpenCLError(st, "event", "work on " + info.id + " failed");
+    return st == CL_COMPLETE;
+  }
+  void retain_event(NativeEvent* ev) override { cl::check(clRetainEvent(reinterpret_cast<cl_event>(ev)), "clRetainEvent", info.id); }
+  void release_event(NativeEvent* ev) noexcept override { clReleaseEvent(reinterpret_cast<cl_event>(ev)); }
+  void enqueue_wait(std::span<const Event> events) override {
+    // events of this context become a barrier on the queue; any other is waited for on the host
+    std::vector<cl_event> same;
+    for (const Event& e : events) {
+      auto* q = dynamic_cast<QueueEvent*>(e.impl().get());
+      auto* d = q ? dynamic_cast<ClDevice*>(q->dev.get()) : nullptr;
+      if (d && d->ctx() == ctx()) same.push_back(reinterpret_cast<cl_event>(q->ev));
+      else e.wait();
+    }
+    if (!same.empty())
+      cl::check(clEnqueueBarrierWithWaitList(queue(), static_cast<cl_uint>(same.size()), same.data(), nullptr), "clEnqueueBarrierWithWaitList",
+                info.id);
+  }
   bool device_clock(uint64_t* ns) override {
     if (!profiling) return false;
     cl_event ev = nullptr;
@@ -466,6 +498,23 @@ Buffer adopt(const Device& dev, cl_mem mem, DType dtype, size_t count) {
   b->alloc_bytes = bytes;
   b->owned = false;  // released, never returned to encore's allocator
   return Buffer(std::move(b));
+}
+
+Event adopt(const Device& dev, cl_event event) {
+  detail::ClDevice& d = cl_device_of(dev.impl(), "encore::opencl::adopt");
+  if (!event) throw ArgumentError("encore::opencl::adopt: null cl_event");
+  cl_context ctx = nullptr;
+  cl::check(clGetEventInfo(event, CL_EVENT_CONTEXT, sizeof ctx, &ctx, nullptr), "clGetEventInfo", "adopted event");
+  if (ctx != d.ctx()) throw ArgumentError("encore::opencl::adopt: the cl_event belongs to another context than " + dev.id());
+  cl::check(clRetainEvent(event), "clRetainEvent", "adopted event");
+  return Event(std::make_shared<detail::QueueEvent>(dev.shared_impl(), reinterpret_cast<detail::NativeEvent*>(event)));
+}
+
+cl_event native(const Event& e) {
+  auto* q = dynamic_cast<detail::QueueEvent*>(e.impl().get());
+  if (!q || !dynamic_cast<detail::ClDevice*>(q->dev.get()))
+    throw ArgumentError("encore::opencl::native: the event is not one OpenCL event (empty, from the NULL device, or over several devices)");
+  return reinterpret_cast<cl_event>(q->ev);
 }
 
 cl_context context(const Device& dev) { return cl_device_of(dev.impl(), "encore::opencl::context").ctx(); }

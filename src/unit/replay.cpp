@@ -2,6 +2,7 @@
 // happened before (at bind, bind_input, bind_var, check_inputs): a replay enqueues the whole step.
 // No allocation, lookup or compile here.
 #include <chrono>
+#include <utility>
 
 #include "prune.hpp"
 #include "unit/unit.hpp"
@@ -91,17 +92,47 @@ template <class Run> static void run_items(UnitImpl& u, Binding& b, Run run) {
   }
 }
 
+UnitImpl::~UnitImpl() { wait_in_flight(); }
+
+void UnitImpl::wait_in_flight() noexcept {
+  const size_t nd = plan.devices.size();
+  for (size_t i = 0; i < in_flight.size(); ++i)
+    if (NativeEvent*& ev = in_flight[i]) {
+      DeviceImpl& d = *plan.devices[i % nd];
+      try {
+        d.wait_event(ev);
+      } catch (...) {  // a failed replay was reported when it was enqueued or waited for
+      }
+      d.release_event(ev);
+      ev = nullptr;
+    }
+}
+
 void run_unit(UnitImpl& u) {
   static const bool debug = debug_level() >= 2;
   if (!u.bound) bind_unit(u);
   if (!u.changed_slots.empty()) check_inputs(u);
   Binding& b = *u.bound;
+  // bounded work in flight: wait for the replay max_in_flight calls ago
+  const size_t nd = u.plan.devices.size();
+  NativeEvent** slot = u.in_flight.empty() ? nullptr : &u.in_flight[u.in_flight_next * nd];
+  if (slot)
+    for (size_t d = 0; d < nd; ++d)
+      if (slot[d]) {
+        NativeEvent* ev = std::exchange(slot[d], nullptr);
+        u.plan.devices[d]->wait_event(ev);
+        u.plan.devices[d]->release_event(ev);
+      }
   for (uint32_t s = 0; s < u.staged.size(); ++s)
     if (u.staged[s]) enqueue_copy(*u.staging[s].impl(), *u.inputs[s].impl(), u.staging[s].nbytes(), nullptr);
   if (debug) run_items(u, b, [&](BoundItem& x) { run_item_debug(u.plan, x); });
   else run_items(u, b, run_item);
   for (BufferImpl* r : b.written_roots) r->version.fetch_add(1, std::memory_order_acq_rel);
   for (uint32_t e : b.written_entries) b.current[e].impl()->bump();
+  if (slot) {
+    for (size_t d = 0; d < nd; ++d) slot[d] = u.plan.devices[d]->enqueue_marker();
+    u.in_flight_next = (u.in_flight_next + 1) % u.plan.opt.max_in_flight;
+  }
 }
 
 }  // namespace encore::detail

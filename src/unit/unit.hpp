@@ -135,6 +135,12 @@ struct UnitImpl {
   std::vector<std::pair<BufferImpl*, uint64_t>> once_versions;  // what one-time items read or write
   std::vector<uint32_t> once_written;    // indexes into once_versions of the storages they write
   bool versions_taken = false;           // at the first bind: later binds must still see writes since
+  // completion markers of the last max_in_flight replays, per device ([replay slot][device])
+  std::vector<NativeEvent*> in_flight;
+  uint32_t in_flight_next = 0;
+  ~UnitImpl();
+  // Waits for every replay still in flight (the unit's own work only, never a whole queue).
+  void wait_in_flight() noexcept;
 };
 
 // binding.cpp
