@@ -21,7 +21,7 @@
 #include <time.h>
 
 #define NUM_PARTICLES 8192
-#define EAGER_TICKS 1000
+#define EAGER_TICKS 2000
 #define REPLAY_TICKS 2000
 #define GRAVITY -9.81f
 #define RESTITUTION 0.8f
@@ -204,7 +204,7 @@ int main(void) {
   for (int k = 0; k < REPLAY_TICKS; ++k, ++tick) {
     encore_event wait = NULL;
     struct _cl_event* done_cl = NULL;
-    if (drawn_ev) ENCORE_CHECK(encore_event_adopt(drawn_ev, &wait));
+    if (drawn_ev) ENCORE_CHECK(encore_event_adopt(f.dev, drawn_ev, &wait));
     ENCORE_CHECK(encore_unit_bind_var_float(unit, dt_slot, dt_of(tick)));
     if (frame_done) ENCORE_CHECK(encore_event_destroy(frame_done));
     ENCORE_CHECK(encore_unit_run(unit, wait ? &wait : NULL, wait ? 1 : 0, &frame_done));

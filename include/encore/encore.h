@@ -249,6 +249,8 @@ typedef struct encore_unit_options {
   int prune;         /* drop one-time items from replay (default 1) */
   int plan;          /* plan internal temporaries into one arena (default 1) */
   int allow_copyout; /* permit copyout during capture, its value frozen (default 0) */
+  uint32_t max_in_flight; /* replays in flight at most: a run first waits for the one this many
+                             runs before (default 3; 0: unbounded) */
 } encore_unit_options;
 
 typedef struct encore_unit_stats {
@@ -283,8 +285,10 @@ ENCORE_C_API encore_status encore_unit_bind_input(encore_unit unit, size_t slot,
 ENCORE_C_API encore_status encore_unit_bind_var_int(encore_unit unit, size_t slot, int64_t value);
 /* Sets a float variable slot for the next runs. */
 ENCORE_C_API encore_status encore_unit_bind_var_float(encore_unit unit, size_t slot, double value);
-/* Enqueues one replay after the events in wait_list (may be NULL when num_wait is 0); *done_out
- * (NULL: no event is made) receives its completion event, to destroy with encore_event_destroy. */
+/* Enqueues one replay after the events in wait_list (may be NULL when num_wait is 0): events of
+ * the unit's OpenCL context become a barrier on its queue (no host wait), others are waited for on
+ * the host. *done_out (NULL: no event is made, at no cost) receives its completion event, to
+ * destroy with encore_event_destroy. Returns once the work is enqueued. */
 ENCORE_C_API encore_status encore_unit_run(encore_unit unit, const encore_event* wait_list, size_t num_wait,
                                            encore_event* done_out);
 /* Runs one replay and waits for it; *seconds (may be NULL) is its device or wall time. */
@@ -316,6 +320,7 @@ typedef struct encore_jit_options {
   int allow_copyout;
   int fresh_outputs; /* replay hands out fresh copies of the outputs */
   int verify;        /* check the first N replays against eager runs (ENCORE_VERIFY=N) */
+  uint32_t max_in_flight; /* replays in flight at most (default 3; 0: unbounded) */
 } encore_jit_options;
 
 /* The defaults, with the environment applied (ENCORE_JIT, ENCORE_VERIFY). */
@@ -358,9 +363,10 @@ ENCORE_C_API encore_status encore_buffer_adopt(encore_device dev, struct _cl_mem
                                                size_t count, encore_buffer* out);
 /* The cl_mem behind a buffer (a sub-buffer for views; not retained). */
 ENCORE_C_API encore_status encore_buffer_native(encore_buffer buf, struct _cl_mem** out);
-/* An encore_event over an engine's cl_event (retained). */
-ENCORE_C_API encore_status encore_event_adopt(struct _cl_event* event, encore_event* out);
-/* The cl_event behind an event (not retained; NULL for work on the NULL device, which is complete). */
+/* An encore_event over an engine's cl_event of dev's context (retained until the event is destroyed). */
+ENCORE_C_API encore_status encore_event_adopt(encore_device dev, struct _cl_event* event, encore_event* out);
+/* The cl_event behind an event (owned by it: clRetainEvent to keep it longer); NULL when the work
+ * was complete already (NULL device); an error for an event over several devices. */
 ENCORE_C_API encore_status encore_event_native(encore_event ev, struct _cl_event** out);
 
 /* ---- argument helpers -------------------------------------------------------------------- */

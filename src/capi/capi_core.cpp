@@ -218,9 +218,9 @@ Size to_size(const encore_size& s, const char* what) {
 }
 
 Arg to_arg(const encore_arg& a, size_t i) {
-  std::string what = "args[" + std::to_string(i) + "]";
+  auto what = [&] { return "args[" + std::to_string(i) + "]"; };  // built only for a message
   auto buffer = [&](Access acc) {
-    auto b = get<BufferObj>(a.value.buffer, what.c_str());
+    auto b = get_at<BufferObj>(a.value.buffer, "args", i);
     return Arg(BufferArg{b->buf, acc});
   };
   switch (a.kind) {
@@ -235,14 +235,15 @@ Arg to_arg(const encore_arg& a, size_t i) {
     case ENCORE_ARG_F32: return Arg(a.value.f32);
     case ENCORE_ARG_F64: return Arg(a.value.f64);
     case ENCORE_ARG_VARIABLE: {
-      auto v = get<VariableObj>(a.value.variable.var, what.c_str());
+      auto v = get_at<VariableObj>(a.value.variable.var, "args", i);
       if (a.value.variable.as == ENCORE_DTYPE_DEFAULT) return Arg(v->var);
-      return Arg(v->var.as(to_dtype(a.value.variable.as, (what + ".value.variable.as").c_str())));
+      if (encore_dtype_size(a.value.variable.as) == 0) to_dtype(a.value.variable.as, (what() + ".value.variable.as").c_str());
+      return Arg(v->var.as(to_dtype(a.value.variable.as, "")));
     }
     case ENCORE_ARG_LOCAL_BYTES: return Arg(LocalMem{a.value.local_bytes});
     case ENCORE_ARG_KIND_MAX_ENUM: break;
   }
-  fail(ENCORE_ERROR_INVALID_ARGUMENT, what + ".kind: expected an encore_arg_kind (ENCORE_ARG_BUFFER .. "
+  fail(ENCORE_ERROR_INVALID_ARGUMENT, what() + ".kind: expected an encore_arg_kind (ENCORE_ARG_BUFFER .. "
                                              "ENCORE_ARG_LOCAL_BYTES), found " + std::to_string(static_cast<int>(a.kind)));
 }
 

@@ -16,6 +16,18 @@
 
 namespace encore::capi {
 
+const std::vector<Event>& wait_events(const encore_event* wait_list, size_t num_wait) {
+  thread_local std::vector<Event> events;
+  events.clear();
+  if (num_wait == 0) return events;
+  need(wait_list, "wait_list (with num_wait > 0)");
+  for (size_t i = 0; i < num_wait; ++i) {
+    auto e = get_at<EventObj>(wait_list[i], "wait_list", i);
+    for (const Event& p : e->parts) events.push_back(p);
+  }
+  return events;
+}
+
 void fill_stats(const UnitStats& s, encore_unit_stats* out) {
   out->items = s.items;
   out->items_pruned = s.items_pruned;
@@ -40,9 +52,16 @@ std::vector<Device> devices_of(const ExecutionUnit& u) {
 
 std::shared_ptr<UnitObj> make_unit(ExecutionUnit u) {
   auto o = std::make_shared<UnitObj>();
-  o->devices = devices_of(u);
   o->unit = std::move(u);
   return o;
+}
+
+// A completion event of all work queued so far on `devices` (one marker each; none on NULL).
+std::shared_ptr<EventObj> markers(const std::vector<Device>& devices) {
+  auto ev = std::make_shared<EventObj>();
+  for (const Device& d : devices)
+    if (Event e = d.marker()) ev->parts.push_back(std::move(e));
+  return ev;
 }
 
 void check_slot(size_t slot, size_t n, const char* what) {
@@ -53,18 +72,18 @@ void check_slot(size_t slot, size_t n, const char* what) {
 
 // A C bound variable as a BoundVar, bounds checked.
 BoundVar to_bound(const encore_bound_var& b, size_t i) {
-  std::string what = "vars[" + std::to_string(i) + "]";
-  auto v = get<VariableObj>(b.var, what.c_str());
+  auto v = get_at<VariableObj>(b.var, "vars", i);
   const Variable& var = v->var;
+  auto what = [&] { return "vars[" + std::to_string(i) + "]"; };
   if (!var.is_float()) {
     if (b.i < var.min() || b.i > var.max())
-      fail(ENCORE_ERROR_INVALID_ARGUMENT, what + ": value " + std::to_string(b.i) + " of variable \"" + var.name() +
+      fail(ENCORE_ERROR_INVALID_ARGUMENT, what() + ": value " + std::to_string(b.i) + " of variable \"" + var.name() +
                                               "\" is outside its bounds [" + std::to_string(var.min()) + ", " +
                                               std::to_string(var.max()) + "]");
     return BoundVar{var, b.i, static_cast<double>(b.i)};
   }
   if (!(b.f >= var.fmin() && b.f <= var.fmax()))
-    fail(ENCORE_ERROR_INVALID_ARGUMENT, what + ": value " + std::to_string(b.f) + " of float variable \"" + var.name() +
+    fail(ENCORE_ERROR_INVALID_ARGUMENT, what() + ": value " + std::to_string(b.f) + " of float variable \"" + var.name() +
                                             "\" is outside its bounds (or NaN)");
   return BoundVar{var, 0, b.f};
 }
@@ -176,6 +195,7 @@ JitOptions to_jit_options(const encore_jit_options& o) {
   j.fresh_outputs = o.fresh_outputs != 0;
   if (o.verify < 0) fail(ENCORE_ERROR_INVALID_ARGUMENT, "opt->verify: expected >= 0, found " + std::to_string(o.verify));
   j.verify = o.verify;
+  j.max_in_flight = o.max_in_flight;
   return j;
 }
 
@@ -203,7 +223,10 @@ extern "C" {
 
 // ---- capture
 
-encore_unit_options encore_unit_options_default(void) { return encore_unit_options{1, 1, 0}; }
+encore_unit_options encore_unit_options_default(void) {
+  UnitOptions u;
+  return encore_unit_options{u.prune, u.plan, u.allow_copyout, u.max_in_flight};
+}
 
 encore_status encore_capture_begin(const encore_unit_options* opt, encore_capture* out) {
   return guard(__func__, [&] {
@@ -214,6 +237,7 @@ encore_status encore_capture_begin(const encore_unit_options* opt, encore_captur
     u.prune = o.prune != 0;
     u.plan = o.plan != 0;
     u.allow_copyout = o.allow_copyout != 0;
+    u.max_in_flight = o.max_in_flight;
     auto c = std::make_shared<CaptureObj>();
     c->cap = std::make_unique<Capture>(u);
     put(std::move(c), out);
@@ -299,10 +323,17 @@ encore_status encore_unit_run(encore_unit unit, const encore_event* wait_list, s
   return guard(__func__, [&] {
     if (done_out) *done_out = nullptr;
     auto u = get<UnitObj>(unit, "unit");
-    check_wait_list(wait_list, num_wait);
-    wait_on_devices(wait_list, num_wait, u->devices);
-    u->unit();
-    if (done_out) put(completion_event(u->devices), done_out);
+    const std::vector<Event>& waits = wait_events(wait_list, num_wait);
+    if (!done_out) {
+      if (waits.empty())
+        u->unit();  // no event asked for: no marker made
+      else
+        u->unit.run(waits);
+      return;
+    }
+    auto ev = std::make_shared<EventObj>();
+    ev->parts.push_back(u->unit.run(waits));
+    put(std::move(ev), done_out);
   });
 }
 
@@ -354,16 +385,35 @@ encore_status encore_unit_save(encore_unit unit, const char* path, const char* n
   });
 }
 
+// ---- events
+
+encore_status encore_event_wait(encore_event ev) {
+  return guard(__func__, [&] {
+    for (const Event& p : get<EventObj>(ev, "ev")->parts) p.wait();
+  });
+}
+
+encore_status encore_event_done(encore_event ev, int* done) {
+  return guard(__func__, [&] {
+    auto e = get<EventObj>(ev, "ev");
+    need(done, "done");
+    int all = 1;
+    for (const Event& p : e->parts) all &= p.done() ? 1 : 0;
+    *done = all;
+  });
+}
+
+encore_status encore_event_destroy(encore_event ev) { return destroy<EventObj>(__func__, ev); }
+
 // ---- jit
 
 encore_jit_options encore_jit_options_default(void) {
-  encore_jit_options o{1, 1, 1, 0, 0, 0};
+  JitOptions j;
   try {
-    JitOptions j = JitOptions::from_env();
-    o = encore_jit_options{j.enabled, j.prune, j.plan, j.allow_copyout, j.fresh_outputs, j.verify};
+    j = JitOptions::from_env();
   } catch (...) {  // a malformed environment: the plain defaults
   }
-  return o;
+  return encore_jit_options{j.enabled, j.prune, j.plan, j.allow_copyout, j.fresh_outputs, j.verify, j.max_in_flight};
 }
 
 encore_status encore_jit_create(encore_step_fn fn, void* userdata, size_t num_outputs, const encore_jit_options* opt,
@@ -402,20 +452,20 @@ encore_status encore_jit_call(encore_jit jit, const encore_buffer* inputs, size_
     if (outputs && num_outputs != j->num_outputs)
       fail(ENCORE_ERROR_INVALID_ARGUMENT, "num_outputs: expected " + std::to_string(j->num_outputs) +
                                               " (as given to encore_jit_create), found " + std::to_string(num_outputs));
-    check_wait_list(wait_list, num_wait);
-
     std::lock_guard<std::mutex> lock(j->mu);
+    const std::vector<Event>& waits = wait_events(wait_list, num_wait);
     j->in_bufs.clear();
     for (size_t i = 0; i < num_inputs; ++i)
-      j->in_bufs.push_back(get<BufferObj>(inputs[i], ("inputs[" + std::to_string(i) + "]").c_str())->buf);
+      j->in_bufs.push_back(get_at<BufferObj>(inputs[i], "inputs", i)->buf);
     j->var_vals.clear();
     for (size_t i = 0; i < num_vars; ++i) j->var_vals.push_back(to_bound(vars[i], i));
 
     bool replay = j->jit->options().enabled && j->jit->calls() >= 2 && !detail::JitCore::capture_active();
-    if (replay)
-      wait_on_devices(wait_list, num_wait, j->unit_devices);
-    else
-      wait_on_host(wait_list, num_wait);
+    if (replay) {
+      for (const Device& d : j->unit_devices) d.wait_for(waits);  // on the queues: no host wait
+    } else {
+      for (const Event& e : waits) e.wait();  // eager work may go to any device: wait here
+    }
 
     j->cur_inputs = inputs;
     j->cur_num_inputs = num_inputs;
@@ -431,7 +481,7 @@ encore_status encore_jit_call(encore_jit jit, const encore_buffer* inputs, size_
       j->unit_devices_known = true;
     }
     publish_outputs(*j, outs, outputs);
-    if (done_out) put(completion_event(replay ? j->unit_devices : j->eager_devices), done_out);
+    if (done_out) put(markers(replay ? j->unit_devices : j->eager_devices), done_out);
   });
 }
 

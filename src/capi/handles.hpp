@@ -12,6 +12,7 @@
 #include "encore/device.hpp"
 #include "encore/encore.h"
 #include "encore/error.hpp"
+#include "encore/event.hpp"
 #include "encore/execution_unit.hpp"
 #include "encore/program.hpp"
 #include "encore/variable.hpp"
@@ -53,16 +54,9 @@ struct ProgramObj : Object { Program prog; };
 struct KernelObj : Object { Kernel kernel; };
 struct VariableObj : Object { Variable var; explicit VariableObj(Variable v) : var(std::move(v)) {} };
 struct CaptureObj : Object { std::unique_ptr<Capture> cap; };
-struct UnitObj : Object {
-  ExecutionUnit unit;
-  std::vector<Device> devices;  // every device its items use (for events)
-};
-// Completion of enqueued work: retained cl_events (void*: this header includes no OpenCL). Empty
-// means complete (work on the NULL device, or finished before returning).
-struct EventObj : Object {
-  std::vector<void*> native;
-  ~EventObj() override;
-};
+struct UnitObj : Object { ExecutionUnit unit; };
+// Completion of enqueued work: complete when all parts are (no parts: complete already).
+struct EventObj : Object { std::vector<Event> parts; };
 struct JitObj;
 
 template <class T> struct KindOf;
@@ -80,6 +74,14 @@ template <> struct KindOf<EventObj> { static constexpr Kind k = Kind::event; usi
 template <class T, class H> std::shared_ptr<T> get(H h, const char* what) {
   static_assert(std::is_same_v<H, typename KindOf<T>::H>, "handle type does not match the object type");
   return std::static_pointer_cast<T>(get_object(raw(h), KindOf<T>::k, what));
+}
+// Element i of a handle array, named "array[i]" in the error (the name is built only on failure).
+template <class T, class H> std::shared_ptr<T> get_at(H h, const char* array, size_t i) {
+  try {
+    return get<T>(h, array);
+  } catch (const StatusError&) {
+    return get<T>(h, (std::string(array) + "[" + std::to_string(i) + "]").c_str());  // throws again, named
+  }
 }
 // Registers obj and stores its handle in *out (out checked first by the caller).
 template <class T> void put(std::shared_ptr<T> obj, typename KindOf<T>::H* out) {
@@ -111,14 +113,9 @@ DType to_dtype(encore_dtype t, const char* what);
 encore_dtype from_dtype(DType t);
 void fill_stats(const UnitStats& s, encore_unit_stats* out);
 
-// Events (capi_cl.cpp): make `devices` wait for `wait_list` (a barrier on each OpenCL queue for
-// events of its context; host waits for the others) / host-wait for all of them.
-void wait_on_devices(const encore_event* wait_list, size_t num_wait, const std::vector<Device>& devices);
-void wait_on_host(const encore_event* wait_list, size_t num_wait);
-// A completion event for all work queued so far on `devices` (markers on their queues).
-std::shared_ptr<EventObj> completion_event(const std::vector<Device>& devices);
-// Checks a wait list before anything is enqueued: every handle valid.
-void check_wait_list(const encore_event* wait_list, size_t num_wait);
+// Events: the parts of every event in a wait list (checked: INVALID_HANDLE naming the entry), in a
+// vector reused per thread, so waiting allocates nothing once it has grown.
+const std::vector<Event>& wait_events(const encore_event* wait_list, size_t num_wait);
 // Adds d to v when not there yet.
 void add_device(std::vector<Device>& v, const Device& d);
 

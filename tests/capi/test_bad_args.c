@@ -205,7 +205,7 @@ int main(void) {
   /* ---- capture and units */
   {
     encore_unit_options o = encore_unit_options_default();
-    EXPECT_TRUE(o.prune == 1 && o.plan == 1 && o.allow_copyout == 0);
+    EXPECT_TRUE(o.prune == 1 && o.plan == 1 && o.allow_copyout == 0 && o.max_in_flight == 3);
   }
   EXPECT_ERR(encore_capture_begin(NULL, NULL), ENCORE_ERROR_INVALID_ARGUMENT, "out is NULL");
   EXPECT_ERR(encore_capture_add_input(NULL, x, &slot), ENCORE_ERROR_INVALID_HANDLE, "cap");
@@ -365,8 +365,9 @@ int main(void) {
     EXPECT_ERR(encore_buffer_adopt(dev, (struct _cl_mem*)&ctx, ENCORE_F32, 4, NULL), ENCORE_ERROR_INVALID_ARGUMENT, "out is NULL");
     EXPECT_ERR(encore_buffer_native(NULL, &mem), ENCORE_ERROR_INVALID_HANDLE, NULL);
     EXPECT_ERR(encore_buffer_native(x, NULL), ENCORE_ERROR_INVALID_ARGUMENT, "out is NULL");
-    EXPECT_ERR(encore_event_adopt(NULL, &ev), ENCORE_ERROR_INVALID_ARGUMENT, "event is NULL");
-    EXPECT_ERR(encore_event_adopt((struct _cl_event*)&ctx, NULL), ENCORE_ERROR_INVALID_ARGUMENT, "out is NULL");
+    EXPECT_ERR(encore_event_adopt(NULL, cev, &ev), ENCORE_ERROR_INVALID_HANDLE, "dev");
+    EXPECT_ERR(encore_event_adopt(dev, NULL, &ev), ENCORE_ERROR_INVALID_ARGUMENT, "event is NULL");
+    EXPECT_ERR(encore_event_adopt(dev, (struct _cl_event*)&ctx, NULL), ENCORE_ERROR_INVALID_ARGUMENT, "out is NULL");
     EXPECT_ERR(encore_event_native(NULL, &cev), ENCORE_ERROR_INVALID_HANDLE, NULL);
     REQUIRE_OK(encore_unit_run(unit, NULL, 0, &ev));
     EXPECT_ERR(encore_event_native(ev, NULL), ENCORE_ERROR_INVALID_ARGUMENT, "out is NULL");
