@@ -25,12 +25,20 @@ export LD_LIBRARY_PATH="$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 start=$(date +%s)
 
 echo "== 1. pkg-config ($pc)"
-# --define-prefix: the prefix is taken from where encore.pc is, so a DESTDIR install works too
-pcflags=$(PKG_CONFIG_PATH="$(dirname "$pc")" pkg-config --define-prefix --cflags --libs encore)
+export PKG_CONFIG_PATH="$(dirname "$pc")"
+pcprefix=$(pkg-config --variable=prefix encore)
+if [[ "$pcprefix" == "$prefix" ]]; then
+  pcflags=$(pkg-config --cflags --libs encore)
+else  # a DESTDIR install: encore.pc names the final prefix; point it here instead
+  echo "encore.pc says prefix=$pcprefix; using $prefix"
+  pcflags=$(pkg-config --define-variable=prefix="$prefix" --cflags --libs encore)
+fi
 echo "pkg-config --cflags --libs encore: $pcflags"
 # shellcheck disable=SC2086
 cc -std=c11 -Wall -Wextra -Wpedantic -Werror "$src/tests/consumers/consumer.c" -o "$work/consumer-pkgconfig" $pcflags
 "$work/consumer-pkgconfig"
+
+unset PKG_CONFIG_PATH
 
 echo "== 2. CMake find_package ($config)"
 cmake -S "$src/tests/consumers/cmake" -B "$work/cmake" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \

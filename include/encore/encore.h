@@ -28,8 +28,8 @@
  *   encore_unit_destroy(unit); encore_variable_destroy(dt); encore_buffer_destroy(x);
  *   encore_kernel_destroy(k); encore_program_destroy(prog); encore_device_destroy(dev);
  *
- * Handles are opaque values checked on every call: NULL, destroyed, garbage or wrong-type handles
- * give ENCORE_ERROR_INVALID_HANDLE, never a crash. Each handle owns one reference: destroying a
+ * Handles are opaque values (slot + generation) checked on every call: NULL, destroyed, wrong-type
+ * handles and values encore never handed out give ENCORE_ERROR_INVALID_HANDLE, never a crash. Each handle owns one reference: destroying a
  * handle never invalidates another (a unit keeps the buffers and kernels it uses alive).
  *
  * OpenCL interop (adopting an engine's cl_command_queue / cl_mem / cl_event, handing out native
