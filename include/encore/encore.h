@@ -1,0 +1,400 @@
+/* encore C API: capture a step of OpenCL work once, replay it every frame.
+ *
+ * Compiles as C11 and as C++ (also with -fno-exceptions -fno-rtti); includes no OpenCL header.
+ * Every function returns an encore_status (ENCORE_OK == 0) and never lets a C++ exception out;
+ * on failure encore_last_error() gives this thread's message saying what was expected and found.
+ *
+ *   encore_device dev;  encore_program prog;  encore_kernel k;  encore_buffer x;
+ *   encore_variable dt;  encore_capture cap;  encore_unit unit;  size_t slot;
+ *   if (encore_device_open(NULL, &dev) != ENCORE_OK) { puts(encore_last_error()); return 1; }
+ *   encore_program_compile(dev, "__kernel void step(__global float* x, float dt) {"
+ *                               " x[get_global_id(0)] += dt; }", NULL, &prog);
+ *   encore_kernel_create(prog, "step", &k);
+ *   encore_buffer_alloc(dev, ENCORE_F32, 1024, &x);
+ *   encore_variable_create_f32("dt", 0.0, 1.0, &dt);
+ *
+ *   encore_capture_begin(NULL, &cap);                       // record this thread's work
+ *   encore_capture_add_input(cap, x, &slot);                // x becomes input slot 0
+ *   size_t n = 1024;
+ *   encore_arg args[2] = {encore_arg_buffer(x), encore_arg_variable(dt)};
+ *   encore_launch(dev, k, &n, NULL, 1, args, 2);            // runs now and is recorded
+ *   encore_capture_end(cap, &unit);                         // consumes cap
+ *
+ *   for (int tick = 0; tick < 1000; ++tick) {               // hot path: by slot, no allocation
+ *     encore_unit_bind_var_float(unit, 0, 1.0 / 60);
+ *     encore_unit_run(unit, NULL, 0, NULL);
+ *   }
+ *   encore_buffer_copyout(x, host, 1024 * sizeof(float));  // waits for the work writing x
+ *   encore_unit_destroy(unit); encore_variable_destroy(dt); encore_buffer_destroy(x);
+ *   encore_kernel_destroy(k); encore_program_destroy(prog); encore_device_destroy(dev);
+ *
+ * Handles are opaque values (slot + generation) checked on every call: NULL, destroyed, wrong-type
+ * handles and values encore never handed out give ENCORE_ERROR_INVALID_HANDLE, never a crash. Each handle owns one reference: destroying a
+ * handle never invalidates another (a unit keeps the buffers and kernels it uses alive).
+ *
+ * OpenCL interop (adopting an engine's cl_command_queue / cl_mem / cl_event, handing out native
+ * handles): the functions at the end of this header take `struct _cl_command_queue*` etc., which
+ * are exactly cl_command_queue, cl_mem, cl_event and cl_context from <CL/cl.h>; they are declared
+ * only by their incomplete struct names, so no OpenCL header is needed to include this one.
+ *
+ * Threads: the handle table is thread-safe; one object may be used from several threads as the
+ * C++ API allows (see the encore/ C++ headers). A capture records the work of the thread that began it.
+ */
+#ifndef ENCORE_ENCORE_H
+#define ENCORE_ENCORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(ENCORE_STATIC)
+#define ENCORE_C_API
+#elif defined(_WIN32)
+#ifdef ENCORE_BUILDING
+#define ENCORE_C_API __declspec(dllexport)
+#else
+#define ENCORE_C_API __declspec(dllimport)
+#endif
+#else
+#define ENCORE_C_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- status, errors, version ------------------------------------------------------------ */
+
+typedef enum encore_status {
+  ENCORE_OK = 0,
+  ENCORE_ERROR_INVALID_ARGUMENT = 1, /* NULL pointer, wrong size, out-of-range slot or value */
+  ENCORE_ERROR_INVALID_HANDLE = 2,   /* NULL, destroyed, garbage or wrong-type handle */
+  ENCORE_ERROR_DEVICE = 3,           /* no such device, or an OpenCL call failed */
+  ENCORE_ERROR_COMPILE = 4,          /* program build failed; the build log is in encore_last_error() */
+  ENCORE_ERROR_JIT = 5,              /* a capture/replay rule was broken (inputs not matching, ...) */
+  ENCORE_ERROR_OUT_OF_MEMORY = 6,    /* host or device allocation failed */
+  ENCORE_ERROR_UNSUPPORTED = 7,      /* not available in this build */
+  ENCORE_ERROR_WORKLOAD = 8,         /* writing a workload file failed */
+  ENCORE_ERROR_UNKNOWN = 9,          /* anything else */
+  ENCORE_STATUS_MAX_ENUM = 0x7fffffff /* (not a status: makes every int a valid value, as in C) */
+} encore_status;
+
+/* The message of the last call that failed on this thread ("" if none); valid until the next failing call. */
+ENCORE_C_API const char* encore_last_error(void);
+/* "ENCORE_ERROR_COMPILE", ...; "ENCORE_STATUS_UNKNOWN" for values outside the enum. */
+ENCORE_C_API const char* encore_status_name(encore_status status);
+/* The library's version, "MAJOR.MINOR.PATCH". */
+ENCORE_C_API const char* encore_version(void);
+
+/* ---- handles and plain types ------------------------------------------------------------- */
+
+typedef struct encore_device_t* encore_device;     /* a device and its in-order queue */
+typedef struct encore_buffer_t* encore_buffer;     /* device memory (or a view of it) */
+typedef struct encore_program_t* encore_program;   /* OpenCL C compiled for one device */
+typedef struct encore_kernel_t* encore_kernel;     /* one kernel of a program */
+typedef struct encore_variable_t* encore_variable; /* a per-call value: int with bounds, f32 or f64 */
+typedef struct encore_capture_t* encore_capture;   /* an explicit capture in progress */
+typedef struct encore_unit_t* encore_unit;         /* a captured step, ready to replay */
+typedef struct encore_jit_t* encore_jit;           /* a TinyJit over a C step callback */
+typedef struct encore_event_t* encore_event;       /* completion of enqueued work */
+
+/* Element types (values start at 1: 0 is "none / default"). */
+typedef enum encore_dtype {
+  ENCORE_DTYPE_DEFAULT = 0,
+  ENCORE_F16 = 1, ENCORE_F32, ENCORE_F64,
+  ENCORE_I8, ENCORE_I16, ENCORE_I32, ENCORE_I64,
+  ENCORE_U8, ENCORE_U16, ENCORE_U32, ENCORE_U64,
+  ENCORE_DTYPE_MAX_ENUM = 0x7fffffff /* (not a dtype: makes every int a valid value, as in C) */
+} encore_dtype;
+
+/* Bytes per element of a dtype; 0 for an invalid one. */
+ENCORE_C_API size_t encore_dtype_size(encore_dtype dtype);
+
+/* A value for a variable, as returned by encore_variable_bind_* and passed to encore_jit_call. */
+typedef struct encore_bound_var {
+  encore_variable var;
+  int64_t i; /* integer value (integer variables) */
+  double f;  /* float value (float variables; also i as a double) */
+} encore_bound_var;
+
+/* ---- devices ----------------------------------------------------------------------------- */
+
+/* Opens a device by name: NULL or "" = default (ENCORE_DEVICE, else first GPU, else first OpenCL
+ * device), "CL", "CL:N", "NULL" (a no-op device: kernels do not run). */
+ENCORE_C_API encore_status encore_device_open(const char* name, encore_device* out);
+/* Releases this handle (the device lives on while buffers, programs or units use it). */
+ENCORE_C_API encore_status encore_device_destroy(encore_device dev);
+/* The device's id ("CL:0", "NULL") and name; the strings live as long as the device. */
+ENCORE_C_API encore_status encore_device_info(encore_device dev, const char** id, const char** name);
+/* Waits until all work queued on the device has finished. */
+ENCORE_C_API encore_status encore_device_synchronize(encore_device dev);
+
+/* ---- buffers ----------------------------------------------------------------------------- */
+
+typedef struct encore_buffer_info {
+  encore_dtype dtype;
+  size_t count;  /* elements */
+  size_t nbytes; /* count * encore_dtype_size(dtype) */
+  size_t offset; /* byte offset into the base storage (0 unless a view) */
+  int is_view;
+} encore_buffer_info;
+
+/* A buffer of `count` elements of `dtype` on `dev` (allocated on first use). */
+ENCORE_C_API encore_status encore_buffer_alloc(encore_device dev, encore_dtype dtype, size_t count, encore_buffer* out);
+/* A view of `count` elements starting at element `offset` (byte offset aligned to the device's base alignment). */
+ENCORE_C_API encore_status encore_buffer_view(encore_buffer buf, size_t offset, size_t count, encore_buffer* out);
+/* A second handle to the same buffer (destroy both). */
+ENCORE_C_API encore_status encore_buffer_retain(encore_buffer buf, encore_buffer* out);
+/* Releases this handle. */
+ENCORE_C_API encore_status encore_buffer_destroy(encore_buffer buf);
+/* dtype, count, bytes and view offset. */
+ENCORE_C_API encore_status encore_buffer_get_info(encore_buffer buf, encore_buffer_info* out);
+/* Host -> device; nbytes must equal the buffer's size. Blocks until the data is taken. */
+ENCORE_C_API encore_status encore_buffer_copyin(encore_buffer buf, const void* src, size_t nbytes);
+/* Device -> host; nbytes must equal the buffer's size. Waits for the work that writes the buffer. */
+ENCORE_C_API encore_status encore_buffer_copyout(encore_buffer buf, void* dst, size_t nbytes);
+/* Tells encore the buffer was written through a native handle (captured units re-run one-time work). */
+ENCORE_C_API encore_status encore_buffer_touch(encore_buffer buf);
+/* A label for error messages and traces (copied). */
+ENCORE_C_API encore_status encore_buffer_set_name(encore_buffer buf, const char* name);
+
+/* ---- programs and kernels ---------------------------------------------------------------- */
+
+/* Compiles OpenCL C for `dev` (options may be NULL). ENCORE_ERROR_COMPILE with the build log on failure. */
+ENCORE_C_API encore_status encore_program_compile(encore_device dev, const char* source, const char* options,
+                                                  encore_program* out);
+/* Releases this handle. */
+ENCORE_C_API encore_status encore_program_destroy(encore_program prog);
+/* A kernel by name (the message lists the kernels that exist when there is none). */
+ENCORE_C_API encore_status encore_kernel_create(encore_program prog, const char* name, encore_kernel* out);
+/* Releases this handle. */
+ENCORE_C_API encore_status encore_kernel_destroy(encore_kernel kernel);
+
+/* ---- variables --------------------------------------------------------------------------- */
+
+/* An integer variable with inclusive bounds; passed to kernels as i32 unless asked otherwise. */
+ENCORE_C_API encore_status encore_variable_create_int(const char* name, int64_t min, int64_t max, encore_variable* out);
+/* A float variable passed to kernels as float. */
+ENCORE_C_API encore_status encore_variable_create_f32(const char* name, double min, double max, encore_variable* out);
+/* A float variable passed to kernels as double. */
+ENCORE_C_API encore_status encore_variable_create_f64(const char* name, double min, double max, encore_variable* out);
+/* Releases this handle. */
+ENCORE_C_API encore_status encore_variable_destroy(encore_variable var);
+/* Checks the bounds, makes `value` this thread's current value (eager work sees it) and returns the pair (out may be NULL). */
+ENCORE_C_API encore_status encore_variable_bind_int(encore_variable var, int64_t value, encore_bound_var* out);
+/* The same for a float value (an integer variable accepts only integral values). */
+ENCORE_C_API encore_status encore_variable_bind_float(encore_variable var, double value, encore_bound_var* out);
+
+/* ---- launches and copies ----------------------------------------------------------------- */
+
+typedef enum encore_arg_kind {
+  ENCORE_ARG_BUFFER = 0,   /* access from the kernel's const qualifiers */
+  ENCORE_ARG_BUFFER_IN,
+  ENCORE_ARG_BUFFER_OUT,
+  ENCORE_ARG_BUFFER_INOUT,
+  ENCORE_ARG_I32, ENCORE_ARG_U32, ENCORE_ARG_I64, ENCORE_ARG_U64, ENCORE_ARG_F32, ENCORE_ARG_F64,
+  ENCORE_ARG_VARIABLE,     /* value.variable: its current value per call */
+  ENCORE_ARG_LOCAL_BYTES,  /* value.local_bytes of __local memory */
+  ENCORE_ARG_KIND_MAX_ENUM = 0x7fffffff /* (not a kind: makes every int a valid value, as in C) */
+} encore_arg_kind;
+
+/* One kernel argument: a tagged union. Build them with the encore_arg_* helpers below. */
+typedef struct encore_arg {
+  encore_arg_kind kind;
+  union {
+    encore_buffer buffer;
+    int32_t i32;
+    uint32_t u32;
+    int64_t i64;
+    uint64_t u64;
+    float f32;
+    double f64;
+    struct {
+      encore_variable var;
+      encore_dtype as; /* ENCORE_DTYPE_DEFAULT: i32 for integer variables, own type for float ones */
+    } variable;
+    size_t local_bytes;
+  } value;
+} encore_arg;
+
+/* A launch size affine in an integer variable: mul * var + add (var NULL: the literal `add`). */
+typedef struct encore_size {
+  encore_variable var;
+  int64_t mul;
+  int64_t add;
+} encore_size;
+
+/* Launches `kernel` eagerly on `dev` (recorded when a capture is active on this thread). `dims`
+ * is 1..3; `local` may be NULL to let encore choose. */
+ENCORE_C_API encore_status encore_launch(encore_device dev, encore_kernel kernel, const size_t* global,
+                                         const size_t* local, size_t dims, const encore_arg* args, size_t num_args);
+/* The same with sizes affine in variables and an optional item name (NULL: the kernel's). */
+ENCORE_C_API encore_status encore_launch_sized(encore_device dev, encore_kernel kernel, const encore_size* global,
+                                               const encore_size* local, size_t dims, const encore_arg* args,
+                                               size_t num_args, const char* name);
+/* Whole-buffer copy dst <- src (equal byte sizes; src may be on another device). */
+ENCORE_C_API encore_status encore_copy(encore_device dev, encore_buffer dst, encore_buffer src);
+
+/* ---- events ------------------------------------------------------------------------------ */
+
+/* Waits until the work behind the event has finished. */
+ENCORE_C_API encore_status encore_event_wait(encore_event ev);
+/* *done = 1 when finished, 0 when still running (an OpenCL error of the work is an error status). */
+ENCORE_C_API encore_status encore_event_done(encore_event ev, int* done);
+/* Releases the event handle. */
+ENCORE_C_API encore_status encore_event_destroy(encore_event ev);
+
+/* ---- explicit capture and units ---------------------------------------------------------- */
+
+typedef struct encore_unit_options {
+  int prune;         /* drop one-time items from replay (default 1) */
+  int plan;          /* plan internal temporaries into one arena (default 1) */
+  int allow_copyout; /* permit copyout during capture, its value frozen (default 0) */
+  uint32_t max_in_flight; /* replays in flight at most: a run first waits for the one this many
+                             runs before (default 3; 0: unbounded) */
+} encore_unit_options;
+
+typedef struct encore_unit_stats {
+  size_t items, items_pruned, items_replayed;
+  size_t inputs, variables;
+  uint64_t temp_bytes_naive, temp_bytes_planned;
+  size_t planned_temps;
+} encore_unit_stats;
+
+/* The defaults (prune and plan on). */
+ENCORE_C_API encore_unit_options encore_unit_options_default(void);
+/* Starts recording the calling thread's launches, copies and copyins (opt may be NULL). */
+ENCORE_C_API encore_status encore_capture_begin(const encore_unit_options* opt, encore_capture* out);
+/* Declares an input; *slot (may be NULL) is its slot for encore_unit_bind_input. */
+ENCORE_C_API encore_status encore_capture_add_input(encore_capture cap, encore_buffer buf, size_t* slot);
+/* Declares an output (handed out to the caller, never planned). */
+ENCORE_C_API encore_status encore_capture_add_output(encore_capture cap, encore_buffer buf);
+/* Ends recording and builds the unit. Consumes `cap` (also on failure). */
+ENCORE_C_API encore_status encore_capture_end(encore_capture cap, encore_unit* out);
+/* Abandons a capture that was not ended. */
+ENCORE_C_API encore_status encore_capture_destroy(encore_capture cap);
+
+/* Releases the unit. */
+ENCORE_C_API encore_status encore_unit_destroy(encore_unit unit);
+/* Number of input slots and of variable slots. */
+ENCORE_C_API encore_status encore_unit_counts(encore_unit unit, size_t* num_inputs, size_t* num_variables);
+/* The slot of a variable the unit uses. */
+ENCORE_C_API encore_status encore_unit_variable_slot(encore_unit unit, encore_variable var, size_t* slot);
+/* Binds the buffer for input `slot` (same dtype, count and device as captured). */
+ENCORE_C_API encore_status encore_unit_bind_input(encore_unit unit, size_t slot, encore_buffer buf);
+/* Sets an integer variable slot for the next runs. */
+ENCORE_C_API encore_status encore_unit_bind_var_int(encore_unit unit, size_t slot, int64_t value);
+/* Sets a float variable slot for the next runs. */
+ENCORE_C_API encore_status encore_unit_bind_var_float(encore_unit unit, size_t slot, double value);
+/* Enqueues one replay after the events in wait_list (may be NULL when num_wait is 0): events of
+ * the unit's OpenCL context become a barrier on its queue (no host wait), others are waited for on
+ * the host. *done_out (NULL: no event is made, at no cost) receives its completion event, to
+ * destroy with encore_event_destroy. Returns once the work is enqueued. */
+ENCORE_C_API encore_status encore_unit_run(encore_unit unit, const encore_event* wait_list, size_t num_wait,
+                                           encore_event* done_out);
+/* Runs one replay and waits for it; *seconds (may be NULL) is its device or wall time. */
+ENCORE_C_API encore_status encore_unit_run_and_wait(encore_unit unit, double* seconds);
+/* Releases the arena of temporaries; the next run allocates it again. */
+ENCORE_C_API encore_status encore_unit_free_intermediates(encore_unit unit);
+/* What the capture found: items, pruned, planned bytes. */
+ENCORE_C_API encore_status encore_unit_get_stats(encore_unit unit, encore_unit_stats* out);
+/* A unit running a then b (pruning and planning re-run over the whole). */
+ENCORE_C_API encore_status encore_unit_concat(encore_unit a, encore_unit b, encore_unit* out);
+/* Writes the unit as a workload file (encore-bench run FILE); name may be NULL.
+ * ENCORE_ERROR_UNSUPPORTED when the library was built without the harness. */
+ENCORE_C_API encore_status encore_unit_save(encore_unit unit, const char* path, const char* name);
+
+/* ---- TinyJit over a C callback ----------------------------------------------------------- */
+
+/* The step: issues work through this API on the inputs (borrowed handles: do not destroy) and
+ * fills outputs[0..num_outputs) with handles it hands over (the jit destroys them; to return an
+ * input or a state buffer, hand over encore_buffer_retain of it). Runs on calls 0 and 1 (and
+ * verify runs) only: host code in it is frozen at capture, so per-call values must be variables.
+ * A status other than ENCORE_OK fails the call with that status. */
+typedef encore_status (*encore_step_fn)(void* userdata, const encore_buffer* inputs, size_t num_inputs,
+                                        const encore_bound_var* vars, size_t num_vars, encore_buffer* outputs,
+                                        size_t num_outputs);
+
+typedef struct encore_jit_options {
+  int enabled;       /* 0: every call runs the callback eagerly (ENCORE_JIT=0) */
+  int prune, plan;
+  int allow_copyout;
+  int fresh_outputs; /* replay hands out fresh copies of the outputs */
+  int verify;        /* check the first N replays against eager runs (ENCORE_VERIFY=N) */
+  uint32_t max_in_flight; /* replays in flight at most (default 3; 0: unbounded) */
+} encore_jit_options;
+
+/* The defaults, with the environment applied (ENCORE_JIT, ENCORE_VERIFY). */
+ENCORE_C_API encore_jit_options encore_jit_options_default(void);
+/* A jit over `fn`, whose every call returns `num_outputs` buffers (opt may be NULL). */
+ENCORE_C_API encore_status encore_jit_create(encore_step_fn fn, void* userdata, size_t num_outputs,
+                                             const encore_jit_options* opt, encore_jit* out);
+/* Releases the jit, its unit and the output handles it handed out. */
+ENCORE_C_API encore_status encore_jit_destroy(encore_jit jit);
+/* One call: call 0 eager, call 1 eager and recorded, 2+ replay with these inputs and variables.
+ * outputs (NULL to ignore; else num_outputs as created) receives handles owned by the jit, valid
+ * until its next call: on replay the SAME buffers, overwritten in place. Waits for wait_list
+ * first; *done_out (may be NULL) receives the call's completion event. */
+ENCORE_C_API encore_status encore_jit_call(encore_jit jit, const encore_buffer* inputs, size_t num_inputs,
+                                           const encore_bound_var* vars, size_t num_vars, encore_buffer* outputs,
+                                           size_t num_outputs, const encore_event* wait_list, size_t num_wait,
+                                           encore_event* done_out);
+/* Completed calls so far. */
+ENCORE_C_API encore_status encore_jit_calls(encore_jit jit, uint64_t* calls);
+/* Drops the capture: the next call is call 0 again. */
+ENCORE_C_API encore_status encore_jit_reset(encore_jit jit);
+/* The captured unit's stats (ENCORE_ERROR_JIT before call 2). */
+ENCORE_C_API encore_status encore_jit_get_stats(encore_jit jit, encore_unit_stats* out);
+
+/* ---- OpenCL interop: cl_* handles by their struct names (no OpenCL header needed) ---------- */
+
+struct _cl_command_queue;
+struct _cl_context;
+struct _cl_device_id;
+struct _cl_mem;
+struct _cl_event;
+
+/* A device over an engine's in-order cl_command_queue (queue, context and device are retained). */
+ENCORE_C_API encore_status encore_device_adopt_queue(struct _cl_command_queue* queue, encore_device* out);
+/* The device's cl_context, cl_device_id and cl_command_queue (any may be NULL; not retained). */
+ENCORE_C_API encore_status encore_device_native(encore_device dev, struct _cl_context** context,
+                                                struct _cl_device_id** device, struct _cl_command_queue** queue);
+/* A buffer over an engine's cl_mem of at least count elements (retained, never freed by encore). */
+ENCORE_C_API encore_status encore_buffer_adopt(encore_device dev, struct _cl_mem* mem, encore_dtype dtype,
+                                               size_t count, encore_buffer* out);
+/* The cl_mem behind a buffer (a sub-buffer for views; not retained). */
+ENCORE_C_API encore_status encore_buffer_native(encore_buffer buf, struct _cl_mem** out);
+/* An encore_event over an engine's cl_event of dev's context (retained until the event is destroyed). */
+ENCORE_C_API encore_status encore_event_adopt(encore_device dev, struct _cl_event* event, encore_event* out);
+/* The cl_event behind an event (owned by it: clRetainEvent to keep it longer); NULL when the work
+ * was complete already (NULL device); an error for an event over several devices. */
+ENCORE_C_API encore_status encore_event_native(encore_event ev, struct _cl_event** out);
+
+/* ---- argument helpers -------------------------------------------------------------------- */
+
+static inline encore_arg encore_arg_buffer(encore_buffer b) { encore_arg a; a.kind = ENCORE_ARG_BUFFER; a.value.buffer = b; return a; }
+static inline encore_arg encore_arg_in(encore_buffer b) { encore_arg a; a.kind = ENCORE_ARG_BUFFER_IN; a.value.buffer = b; return a; }
+static inline encore_arg encore_arg_out(encore_buffer b) { encore_arg a; a.kind = ENCORE_ARG_BUFFER_OUT; a.value.buffer = b; return a; }
+static inline encore_arg encore_arg_inout(encore_buffer b) { encore_arg a; a.kind = ENCORE_ARG_BUFFER_INOUT; a.value.buffer = b; return a; }
+static inline encore_arg encore_arg_i32(int32_t v) { encore_arg a; a.kind = ENCORE_ARG_I32; a.value.i32 = v; return a; }
+static inline encore_arg encore_arg_u32(uint32_t v) { encore_arg a; a.kind = ENCORE_ARG_U32; a.value.u32 = v; return a; }
+static inline encore_arg encore_arg_i64(int64_t v) { encore_arg a; a.kind = ENCORE_ARG_I64; a.value.i64 = v; return a; }
+static inline encore_arg encore_arg_u64(uint64_t v) { encore_arg a; a.kind = ENCORE_ARG_U64; a.value.u64 = v; return a; }
+static inline encore_arg encore_arg_f32(float v) { encore_arg a; a.kind = ENCORE_ARG_F32; a.value.f32 = v; return a; }
+static inline encore_arg encore_arg_f64(double v) { encore_arg a; a.kind = ENCORE_ARG_F64; a.value.f64 = v; return a; }
+static inline encore_arg encore_arg_variable(encore_variable v) {
+  encore_arg a; a.kind = ENCORE_ARG_VARIABLE; a.value.variable.var = v; a.value.variable.as = ENCORE_DTYPE_DEFAULT; return a;
+}
+static inline encore_arg encore_arg_variable_as(encore_variable v, encore_dtype as) {
+  encore_arg a; a.kind = ENCORE_ARG_VARIABLE; a.value.variable.var = v; a.value.variable.as = as; return a;
+}
+static inline encore_arg encore_arg_local(size_t bytes) { encore_arg a; a.kind = ENCORE_ARG_LOCAL_BYTES; a.value.local_bytes = bytes; return a; }
+static inline encore_size encore_size_of(size_t n) { encore_size s; s.var = NULL; s.mul = 0; s.add = (int64_t)n; return s; }
+static inline encore_size encore_size_affine(encore_variable v, int64_t mul, int64_t add) {
+  encore_size s; s.var = v; s.mul = mul; s.add = add; return s;
+}
+
+#ifdef __cplusplus
+}  /* extern "C" */
+#endif
+
+#endif /* ENCORE_ENCORE_H */

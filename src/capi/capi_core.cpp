@@ -1,0 +1,537 @@
+// C API: the handle table, errors, devices, buffers, programs, kernels, variables, launches.
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "capi/handles.hpp"
+#include "encore/exec_item.hpp"
+#include "src/capi/capi_config.h"  // generated: ENCORE_CAPI_VERSION, ENCORE_CAPI_HAVE_WORKLOAD
+
+#if ENCORE_CAPI_HAVE_WORKLOAD
+#include "encore/workload.hpp"
+#endif
+
+namespace encore::capi {
+
+namespace {
+
+// Slot index in the low bits of a handle, generation in the high bits; 0 is never a handle.
+constexpr unsigned kIndexBits = sizeof(uintptr_t) >= 8 ? 32 : 20;
+constexpr uintptr_t kIndexMask = (uintptr_t(1) << kIndexBits) - 1;
+constexpr uintptr_t kGenMask = sizeof(uintptr_t) >= 8 ? 0x7fffffffu : 0x7ffu;
+
+struct Slot {
+  std::shared_ptr<Object> obj;
+  uintptr_t gen = 1;
+  Kind kind = Kind::device;
+};
+
+struct Table {
+  std::mutex mu;
+  std::vector<Slot> slots;
+  std::vector<size_t> free;
+};
+
+Table& table() {
+  static Table* t = new Table;  // never destroyed: handles may be released from static destructors
+  return *t;
+}
+
+std::string describe_handle(uintptr_t h) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%#llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+// Finds the slot of h: INVALID_HANDLE with what was expected and found otherwise. Lock held.
+Slot& find(Table& t, uintptr_t h, Kind k, const char* what) {
+  if (h == 0) fail(ENCORE_ERROR_INVALID_HANDLE, std::string(what) + " is a NULL " + kind_name(k));
+  uintptr_t index = (h & kIndexMask) - 1, gen = h >> kIndexBits;
+  if ((h & kIndexMask) == 0 || index >= t.slots.size() || gen == 0 || gen > kGenMask)
+    fail(ENCORE_ERROR_INVALID_HANDLE, std::string(what) + " (" + describe_handle(h) + ") is not an " + kind_name(k) +
+                                          " handle (never created by encore, or corrupted)");
+  Slot& s = t.slots[index];
+  if (s.gen != gen || !s.obj)
+    fail(ENCORE_ERROR_INVALID_HANDLE, std::string(what) + " is an " + kind_name(k) + " handle that was already destroyed");
+  if (s.kind != k)
+    fail(ENCORE_ERROR_INVALID_HANDLE, std::string(what) + ": expected an " + kind_name(k) + " handle, found an " +
+                                          kind_name(s.kind));
+  return s;
+}
+
+thread_local std::string last_error;
+
+}  // namespace
+
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::device: return "encore_device";
+    case Kind::buffer: return "encore_buffer";
+    case Kind::program: return "encore_program";
+    case Kind::kernel: return "encore_kernel";
+    case Kind::variable: return "encore_variable";
+    case Kind::capture: return "encore_capture";
+    case Kind::unit: return "encore_unit";
+    case Kind::jit: return "encore_jit";
+    case Kind::event: return "encore_event";
+  }
+  return "encore handle";
+}
+
+void fail(encore_status s, const std::string& what) { throw StatusError(s, what); }
+
+uintptr_t add_object(Kind k, std::shared_ptr<Object> obj) {
+  Table& t = table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  size_t index;
+  if (!t.free.empty()) {
+    index = t.free.back();
+    t.free.pop_back();
+  } else {
+    if (t.slots.size() >= kIndexMask) fail(ENCORE_ERROR_OUT_OF_MEMORY, "too many live encore handles");
+    t.slots.emplace_back();
+    index = t.slots.size() - 1;
+  }
+  Slot& s = t.slots[index];
+  s.obj = std::move(obj);
+  s.kind = k;
+  return (s.gen << kIndexBits) | (index + 1);
+}
+
+std::shared_ptr<Object> get_object(uintptr_t h, Kind k, const char* what) {
+  Table& t = table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  return find(t, h, k, what).obj;
+}
+
+std::shared_ptr<Object> remove_object(uintptr_t h, Kind k, const char* what) {
+  Table& t = table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  Slot& s = find(t, h, k, what);
+  std::shared_ptr<Object> obj = std::move(s.obj);
+  s.obj.reset();
+  s.gen = s.gen >= kGenMask ? 1 : s.gen + 1;  // stale handles to this slot no longer match
+  t.free.push_back(static_cast<size_t>(&s - t.slots.data()));
+  return obj;
+}
+
+encore_status set_error(const char* fn, encore_status s, const std::string& msg) noexcept {
+  try {
+    last_error.assign(fn);
+    last_error += ": ";
+    last_error += msg;
+  } catch (...) {
+    last_error.clear();  // out of memory for the message itself: keep the status
+  }
+  return s;
+}
+
+encore_status current_exception_status(const char* fn) noexcept {
+  try {
+    throw;
+  } catch (const StatusError& e) {
+    return set_error(fn, e.status, e.what());
+  } catch (const CompileError& e) {
+    return set_error(fn, ENCORE_ERROR_COMPILE, e.what());  // what() ends with the build log
+  } catch (const OpenCLError& e) {
+    int st = e.status();
+    bool oom = st == -4 /* CL_MEM_OBJECT_ALLOCATION_FAILURE */ || st == -5 /* CL_OUT_OF_RESOURCES */ ||
+               st == -6 /* CL_OUT_OF_HOST_MEMORY */ || st == -61 /* CL_INVALID_BUFFER_SIZE */;
+    return set_error(fn, oom ? ENCORE_ERROR_OUT_OF_MEMORY : ENCORE_ERROR_DEVICE, e.what());
+  } catch (const DeviceError& e) {
+    return set_error(fn, ENCORE_ERROR_DEVICE, e.what());
+  } catch (const ArgumentError& e) {
+    return set_error(fn, ENCORE_ERROR_INVALID_ARGUMENT, e.what());
+  } catch (const JitError& e) {
+    return set_error(fn, ENCORE_ERROR_JIT, e.what());
+#if ENCORE_CAPI_HAVE_WORKLOAD
+  } catch (const WorkloadError& e) {
+    return set_error(fn, ENCORE_ERROR_WORKLOAD, e.what());
+#endif
+  } catch (const std::bad_alloc&) {
+    return set_error(fn, ENCORE_ERROR_OUT_OF_MEMORY, "out of host memory");
+  } catch (const std::exception& e) {
+    return set_error(fn, ENCORE_ERROR_UNKNOWN, e.what());
+  } catch (...) {
+    return set_error(fn, ENCORE_ERROR_UNKNOWN, "unknown exception");
+  }
+}
+
+DType to_dtype(encore_dtype t, const char* what) {
+  switch (t) {
+    case ENCORE_F16: return DType::f16;
+    case ENCORE_F32: return DType::f32;
+    case ENCORE_F64: return DType::f64;
+    case ENCORE_I8: return DType::i8;
+    case ENCORE_I16: return DType::i16;
+    case ENCORE_I32: return DType::i32;
+    case ENCORE_I64: return DType::i64;
+    case ENCORE_U8: return DType::u8;
+    case ENCORE_U16: return DType::u16;
+    case ENCORE_U32: return DType::u32;
+    case ENCORE_U64: return DType::u64;
+    default: break;
+  }
+  fail(ENCORE_ERROR_INVALID_ARGUMENT, std::string(what) + ": expected an encore_dtype (ENCORE_F16 .. ENCORE_U64), found " +
+                                          std::to_string(static_cast<int>(t)));
+}
+
+encore_dtype from_dtype(DType t) {
+  switch (t) {
+    case DType::f16: return ENCORE_F16;
+    case DType::f32: return ENCORE_F32;
+    case DType::f64: return ENCORE_F64;
+    case DType::i8: return ENCORE_I8;
+    case DType::i16: return ENCORE_I16;
+    case DType::i32: return ENCORE_I32;
+    case DType::i64: return ENCORE_I64;
+    case DType::u8: return ENCORE_U8;
+    case DType::u16: return ENCORE_U16;
+    case DType::u32: return ENCORE_U32;
+    case DType::u64: return ENCORE_U64;
+  }
+  return ENCORE_DTYPE_DEFAULT;
+}
+
+void add_device(std::vector<Device>& v, const Device& d) {
+  if (!d) return;
+  for (const Device& e : v)
+    if (e == d) return;
+  v.push_back(d);
+}
+
+namespace {
+
+std::string str_or_empty(const char* s) { return s ? std::string(s) : std::string(); }
+
+// A launch size from the C form.
+Size to_size(const encore_size& s, const char* what) {
+  if (!s.var) return Size(s.add);
+  auto v = get<VariableObj>(s.var, what);
+  if (v->var.is_float())
+    fail(ENCORE_ERROR_INVALID_ARGUMENT, std::string(what) + ": variable \"" + v->var.name() +
+                                            "\" is a float variable; launch sizes need an integer variable");
+  return Size(v->var, s.mul, s.add);
+}
+
+Arg to_arg(const encore_arg& a, size_t i) {
+  auto what = [&] { return "args[" + std::to_string(i) + "]"; };  // built only for a message
+  auto buffer = [&](Access acc) {
+    auto b = get_at<BufferObj>(a.value.buffer, "args", i);
+    return Arg(BufferArg{b->buf, acc});
+  };
+  switch (a.kind) {
+    case ENCORE_ARG_BUFFER: return buffer(Access::none);
+    case ENCORE_ARG_BUFFER_IN: return buffer(Access::in);
+    case ENCORE_ARG_BUFFER_OUT: return buffer(Access::out);
+    case ENCORE_ARG_BUFFER_INOUT: return buffer(Access::inout);
+    case ENCORE_ARG_I32: return Arg(a.value.i32);
+    case ENCORE_ARG_U32: return Arg(a.value.u32);
+    case ENCORE_ARG_I64: return Arg(a.value.i64);
+    case ENCORE_ARG_U64: return Arg(a.value.u64);
+    case ENCORE_ARG_F32: return Arg(a.value.f32);
+    case ENCORE_ARG_F64: return Arg(a.value.f64);
+    case ENCORE_ARG_VARIABLE: {
+      auto v = get_at<VariableObj>(a.value.variable.var, "args", i);
+      if (a.value.variable.as == ENCORE_DTYPE_DEFAULT) return Arg(v->var);
+      if (encore_dtype_size(a.value.variable.as) == 0) to_dtype(a.value.variable.as, (what() + ".value.variable.as").c_str());
+      return Arg(v->var.as(to_dtype(a.value.variable.as, "")));
+    }
+    case ENCORE_ARG_LOCAL_BYTES: return Arg(LocalMem{a.value.local_bytes});
+    case ENCORE_ARG_KIND_MAX_ENUM: break;
+  }
+  fail(ENCORE_ERROR_INVALID_ARGUMENT, what() + ".kind: expected an encore_arg_kind (ENCORE_ARG_BUFFER .. "
+                                             "ENCORE_ARG_LOCAL_BYTES), found " + std::to_string(static_cast<int>(a.kind)));
+}
+
+// Host transfers move the whole buffer: nbytes must be its size.
+void check_nbytes(const Buffer& b, size_t nbytes) {
+  if (nbytes != b.nbytes())
+    fail(ENCORE_ERROR_INVALID_ARGUMENT, "nbytes: expected " + std::to_string(b.nbytes()) + " (the size of " + b.describe() +
+                                            "), found " + std::to_string(nbytes));
+}
+
+void check_dims(size_t dims) {
+  if (dims < 1 || dims > 3)
+    fail(ENCORE_ERROR_INVALID_ARGUMENT, "dims: expected 1, 2 or 3 launch dimensions, found " + std::to_string(dims));
+}
+
+std::vector<Arg> to_args(const encore_arg* args, size_t num_args) {
+  if (num_args) need(args, "args (with num_args > 0)");
+  std::vector<Arg> v;
+  v.reserve(num_args);
+  for (size_t i = 0; i < num_args; ++i) v.push_back(to_arg(args[i], i));
+  return v;
+}
+
+void launch(encore_device dev, encore_kernel kernel, const Sizes& global, const Sizes& local, const encore_arg* args,
+            size_t num_args, const char* name) {
+  auto d = get<DeviceObj>(dev, "dev");
+  auto k = get<KernelObj>(kernel, "kernel");
+  d->dev.launch_args(k->kernel, global, local, to_args(args, num_args), str_or_empty(name));
+}
+
+}  // namespace
+
+}  // namespace encore::capi
+
+using namespace encore;
+using namespace encore::capi;
+
+extern "C" {
+
+const char* encore_last_error(void) { return last_error.c_str(); }
+
+const char* encore_status_name(encore_status s) {
+  switch (s) {
+    case ENCORE_OK: return "ENCORE_OK";
+    case ENCORE_ERROR_INVALID_ARGUMENT: return "ENCORE_ERROR_INVALID_ARGUMENT";
+    case ENCORE_ERROR_INVALID_HANDLE: return "ENCORE_ERROR_INVALID_HANDLE";
+    case ENCORE_ERROR_DEVICE: return "ENCORE_ERROR_DEVICE";
+    case ENCORE_ERROR_COMPILE: return "ENCORE_ERROR_COMPILE";
+    case ENCORE_ERROR_JIT: return "ENCORE_ERROR_JIT";
+    case ENCORE_ERROR_OUT_OF_MEMORY: return "ENCORE_ERROR_OUT_OF_MEMORY";
+    case ENCORE_ERROR_UNSUPPORTED: return "ENCORE_ERROR_UNSUPPORTED";
+    case ENCORE_ERROR_WORKLOAD: return "ENCORE_ERROR_WORKLOAD";
+    case ENCORE_ERROR_UNKNOWN: return "ENCORE_ERROR_UNKNOWN";
+    case ENCORE_STATUS_MAX_ENUM: break;
+  }
+  return "ENCORE_STATUS_UNKNOWN";
+}
+
+const char* encore_version(void) { return ENCORE_CAPI_VERSION; }
+
+size_t encore_dtype_size(encore_dtype t) {
+  if (t < ENCORE_F16 || t > ENCORE_U64) return 0;
+  return size(to_dtype(t, "dtype"));
+}
+
+// ---- devices
+
+encore_status encore_device_open(const char* name, encore_device* out) {
+  return guard(__func__, [&] {
+    need(out, "out");
+    *out = nullptr;
+    auto o = std::make_shared<DeviceObj>();
+    o->dev = Device::open(name ? std::string_view(name) : std::string_view());
+    put(std::move(o), out);
+  });
+}
+
+encore_status encore_device_destroy(encore_device dev) { return destroy<DeviceObj>(__func__, dev); }
+
+encore_status encore_device_info(encore_device dev, const char** id, const char** name) {
+  return guard(__func__, [&] {
+    auto d = get<DeviceObj>(dev, "dev");
+    need(id, "id");
+    need(name, "name");
+    *id = d->dev.info().id.c_str();  // DeviceInfo lives with the device
+    *name = d->dev.info().name.c_str();
+  });
+}
+
+encore_status encore_device_synchronize(encore_device dev) {
+  return guard(__func__, [&] { get<DeviceObj>(dev, "dev")->dev.synchronize(); });
+}
+
+// ---- buffers
+
+encore_status encore_buffer_alloc(encore_device dev, encore_dtype dtype, size_t count, encore_buffer* out) {
+  return guard(__func__, [&] {
+    need(out, "out");
+    *out = nullptr;
+    auto d = get<DeviceObj>(dev, "dev");
+    auto o = std::make_shared<BufferObj>();
+    o->buf = d->dev.alloc(to_dtype(dtype, "dtype"), count);
+    put(std::move(o), out);
+  });
+}
+
+encore_status encore_buffer_view(encore_buffer buf, size_t offset, size_t count, encore_buffer* out) {
+  return guard(__func__, [&] {
+    need(out, "out");
+    *out = nullptr;
+    auto b = get<BufferObj>(buf, "buf");
+    auto o = std::make_shared<BufferObj>();
+    o->buf = b->buf.view(offset, count);
+    put(std::move(o), out);
+  });
+}
+
+encore_status encore_buffer_retain(encore_buffer buf, encore_buffer* out) {
+  return guard(__func__, [&] {
+    need(out, "out");
+    *out = nullptr;
+    auto o = std::make_shared<BufferObj>();
+    o->buf = get<BufferObj>(buf, "buf")->buf;
+    put(std::move(o), out);
+  });
+}
+
+encore_status encore_buffer_destroy(encore_buffer buf) { return destroy<BufferObj>(__func__, buf); }
+
+encore_status encore_buffer_get_info(encore_buffer buf, encore_buffer_info* out) {
+  return guard(__func__, [&] {
+    auto b = get<BufferObj>(buf, "buf");
+    need(out, "out");
+    out->dtype = from_dtype(b->buf.dtype());
+    out->count = b->buf.count();
+    out->nbytes = b->buf.nbytes();
+    out->offset = b->buf.offset();
+    out->is_view = b->buf.is_view() ? 1 : 0;
+  });
+}
+
+encore_status encore_buffer_copyin(encore_buffer buf, const void* src, size_t nbytes) {
+  return guard(__func__, [&] {
+    auto b = get<BufferObj>(buf, "buf");
+    check_nbytes(b->buf, nbytes);
+    if (nbytes) need(src, "src");
+    b->buf.copyin_bytes(src, nbytes);
+  });
+}
+
+encore_status encore_buffer_copyout(encore_buffer buf, void* dst, size_t nbytes) {
+  return guard(__func__, [&] {
+    auto b = get<BufferObj>(buf, "buf");
+    check_nbytes(b->buf, nbytes);
+    if (nbytes) need(dst, "dst");
+    b->buf.copyout_bytes(dst, nbytes);
+  });
+}
+
+encore_status encore_buffer_touch(encore_buffer buf) {
+  return guard(__func__, [&] { get<BufferObj>(buf, "buf")->buf.touch(); });
+}
+
+encore_status encore_buffer_set_name(encore_buffer buf, const char* name) {
+  return guard(__func__, [&] {
+    auto b = get<BufferObj>(buf, "buf");
+    need(name, "name");
+    b->buf.set_name(name);
+  });
+}
+
+// ---- programs and kernels
+
+encore_status encore_program_compile(encore_device dev, const char* source, const char* options, encore_program* out) {
+  return guard(__func__, [&] {
+    need(out, "out");
+    *out = nullptr;
+    auto d = get<DeviceObj>(dev, "dev");
+    need(source, "source");
+    auto o = std::make_shared<ProgramObj>();
+    o->prog = d->dev.compile(source, str_or_empty(options));
+    put(std::move(o), out);
+  });
+}
+
+encore_status encore_program_destroy(encore_program prog) { return destroy<ProgramObj>(__func__, prog); }
+
+encore_status encore_kernel_create(encore_program prog, const char* name, encore_kernel* out) {
+  return guard(__func__, [&] {
+    need(out, "out");
+    *out = nullptr;
+    auto p = get<ProgramObj>(prog, "prog");
+    need(name, "name");
+    auto o = std::make_shared<KernelObj>();
+    o->kernel = p->prog.kernel(name);
+    put(std::move(o), out);
+  });
+}
+
+encore_status encore_kernel_destroy(encore_kernel kernel) { return destroy<KernelObj>(__func__, kernel); }
+
+// ---- variables
+
+encore_status encore_variable_create_int(const char* name, int64_t min, int64_t max, encore_variable* out) {
+  return guard(__func__, [&] {
+    need(out, "out");
+    *out = nullptr;
+    need(name, "name");
+    put(std::make_shared<VariableObj>(Variable(name, min, max)), out);
+  });
+}
+
+encore_status encore_variable_create_f32(const char* name, double min, double max, encore_variable* out) {
+  return guard(__func__, [&] {
+    need(out, "out");
+    *out = nullptr;
+    need(name, "name");
+    put(std::make_shared<VariableObj>(Variable::f32(name, min, max)), out);
+  });
+}
+
+encore_status encore_variable_create_f64(const char* name, double min, double max, encore_variable* out) {
+  return guard(__func__, [&] {
+    need(out, "out");
+    *out = nullptr;
+    need(name, "name");
+    put(std::make_shared<VariableObj>(Variable::f64(name, min, max)), out);
+  });
+}
+
+encore_status encore_variable_destroy(encore_variable var) { return destroy<VariableObj>(__func__, var); }
+
+encore_status encore_variable_bind_int(encore_variable var, int64_t value, encore_bound_var* out) {
+  return guard(__func__, [&] {
+    BoundVar b = get<VariableObj>(var, "var")->var.bind(value);
+    if (out) *out = encore_bound_var{var, b.i, b.f};
+  });
+}
+
+encore_status encore_variable_bind_float(encore_variable var, double value, encore_bound_var* out) {
+  return guard(__func__, [&] {
+    BoundVar b = get<VariableObj>(var, "var")->var.bind(value);
+    if (out) *out = encore_bound_var{var, b.i, b.f};
+  });
+}
+
+// ---- launches and copies
+
+encore_status encore_launch(encore_device dev, encore_kernel kernel, const size_t* global, const size_t* local,
+                            size_t dims, const encore_arg* args, size_t num_args) {
+  return guard(__func__, [&] {
+    check_dims(dims);
+    need(global, "global");
+    Sizes g, l;
+    g.n = static_cast<uint8_t>(dims);
+    for (size_t i = 0; i < dims; ++i) g.v[i] = Size(global[i]);
+    if (local) {
+      l.n = static_cast<uint8_t>(dims);
+      for (size_t i = 0; i < dims; ++i) l.v[i] = Size(local[i]);
+    }
+    launch(dev, kernel, g, l, args, num_args, nullptr);
+  });
+}
+
+encore_status encore_launch_sized(encore_device dev, encore_kernel kernel, const encore_size* global,
+                                  const encore_size* local, size_t dims, const encore_arg* args, size_t num_args,
+                                  const char* name) {
+  return guard(__func__, [&] {
+    check_dims(dims);
+    need(global, "global");
+    Sizes g, l;
+    g.n = static_cast<uint8_t>(dims);
+    for (size_t i = 0; i < dims; ++i) g.v[i] = to_size(global[i], "global");
+    if (local) {
+      l.n = static_cast<uint8_t>(dims);
+      for (size_t i = 0; i < dims; ++i) l.v[i] = to_size(local[i], "local");
+    }
+    launch(dev, kernel, g, l, args, num_args, name);
+  });
+}
+
+encore_status encore_copy(encore_device dev, encore_buffer dst, encore_buffer src) {
+  return guard(__func__, [&] {
+    auto d = get<DeviceObj>(dev, "dev");
+    auto a = get<BufferObj>(dst, "dst");
+    auto b = get<BufferObj>(src, "src");
+    d->dev.copy(a->buf, b->buf);
+  });
+}
+
+}  // extern "C"

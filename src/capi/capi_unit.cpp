@@ -1,0 +1,521 @@
+// C API: explicit capture, execution units, and a TinyJit over a C step callback.
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "capi/handles.hpp"
+#include "encore/jit.hpp"
+#include "src/capi/capi_config.h"
+
+#if ENCORE_CAPI_HAVE_WORKLOAD
+#include "encore/workload.hpp"
+#endif
+
+namespace encore::capi {
+
+const std::vector<Event>& wait_events(const encore_event* wait_list, size_t num_wait) {
+  thread_local std::vector<Event> events;
+  events.clear();
+  if (num_wait == 0) return events;
+  need(wait_list, "wait_list (with num_wait > 0)");
+  for (size_t i = 0; i < num_wait; ++i) {
+    auto e = get_at<EventObj>(wait_list[i], "wait_list", i);
+    for (const Event& p : e->parts) events.push_back(p);
+  }
+  return events;
+}
+
+void fill_stats(const UnitStats& s, encore_unit_stats* out) {
+  out->items = s.items;
+  out->items_pruned = s.items_pruned;
+  out->items_replayed = s.items_replayed;
+  out->inputs = s.inputs;
+  out->variables = s.variables;
+  out->temp_bytes_naive = s.temp_bytes_naive;
+  out->temp_bytes_planned = s.temp_bytes_planned;
+  out->planned_temps = s.planned_temps;
+}
+
+namespace {
+
+std::vector<Device> devices_of(const ExecutionUnit& u) {
+  std::vector<Device> v;
+  for (const ExecItem& it : u.items()) {
+    add_device(v, it.device());
+    if (it.src) add_device(v, it.src.device());
+  }
+  return v;
+}
+
+std::shared_ptr<UnitObj> make_unit(ExecutionUnit u) {
+  auto o = std::make_shared<UnitObj>();
+  o->unit = std::move(u);
+  return o;
+}
+
+// A completion event of all work queued so far on `devices` (one marker each; none on NULL).
+std::shared_ptr<EventObj> markers(const std::vector<Device>& devices) {
+  auto ev = std::make_shared<EventObj>();
+  for (const Device& d : devices)
+    if (Event e = d.marker()) ev->parts.push_back(std::move(e));
+  return ev;
+}
+
+void check_slot(size_t slot, size_t n, const char* what) {
+  if (slot >= n)
+    fail(ENCORE_ERROR_INVALID_ARGUMENT, std::string(what) + ": slot " + std::to_string(slot) + " is out of range (the unit has " +
+                                            std::to_string(n) + ")");
+}
+
+// A C bound variable as a BoundVar, bounds checked.
+BoundVar to_bound(const encore_bound_var& b, size_t i) {
+  auto v = get_at<VariableObj>(b.var, "vars", i);
+  const Variable& var = v->var;
+  auto what = [&] { return "vars[" + std::to_string(i) + "]"; };
+  if (!var.is_float()) {
+    if (b.i < var.min() || b.i > var.max())
+      fail(ENCORE_ERROR_INVALID_ARGUMENT, what() + ": value " + std::to_string(b.i) + " of variable \"" + var.name() +
+                                              "\" is outside its bounds [" + std::to_string(var.min()) + ", " +
+                                              std::to_string(var.max()) + "]");
+    return BoundVar{var, b.i, static_cast<double>(b.i)};
+  }
+  if (!(b.f >= var.fmin() && b.f <= var.fmax()))
+    fail(ENCORE_ERROR_INVALID_ARGUMENT, what() + ": value " + std::to_string(b.f) + " of float variable \"" + var.name() +
+                                            "\" is outside its bounds (or NaN)");
+  return BoundVar{var, 0, b.f};
+}
+
+}  // namespace
+
+// A TinyJit whose callable calls the C step with the handles of the current call.
+struct JitObj : Object {
+  using Fn = std::function<std::vector<Buffer>(const std::vector<Buffer>&, const std::vector<BoundVar>&)>;
+
+  encore_step_fn fn = nullptr;
+  void* userdata = nullptr;
+  size_t num_outputs = 0;
+  std::mutex mu;  // serialises calls; guards everything below
+  std::optional<TinyJit<Fn>> jit;
+  // the call in progress (the step runs inside it)
+  const encore_buffer* cur_inputs = nullptr;
+  size_t cur_num_inputs = 0;
+  const encore_bound_var* cur_vars = nullptr;
+  size_t cur_num_vars = 0;
+  std::vector<Buffer> in_bufs;
+  std::vector<BoundVar> var_vals;
+  std::vector<encore_buffer> handed;  // what the step fills in
+  // handles given to the caller, reused while they name the same buffer
+  std::vector<encore_buffer> out_handles;
+  std::vector<Buffer> out_bufs;
+  std::vector<Device> eager_devices, unit_devices;
+  bool unit_devices_known = false;
+
+  ~JitObj() override {
+    for (encore_buffer h : out_handles) release(h);
+  }
+  static void release(encore_buffer h) noexcept {
+    if (!h) return;
+    try {
+      remove_object(raw(h), Kind::buffer, "output");
+    } catch (...) {  // the caller destroyed it already
+    }
+  }
+
+  bool is_input(encore_buffer h) const {
+    for (size_t i = 0; i < cur_num_inputs; ++i)
+      if (cur_inputs[i] == h) return true;
+    return false;
+  }
+
+  // The callable TinyJit runs on eager calls: the C step, then its handed-over outputs as Buffers.
+  std::vector<Buffer> step() {
+    handed.assign(num_outputs, nullptr);
+    encore_status s = fn(userdata, cur_inputs, cur_num_inputs, cur_vars, cur_num_vars, handed.data(), num_outputs);
+    std::string inner = s != ENCORE_OK ? encore_last_error() : "";
+    // take over every handle the step handed out, also on failure, so none leaks
+    std::vector<Buffer> outs(num_outputs);
+    std::string problem;
+    for (size_t k = 0; k < num_outputs; ++k) {
+      encore_buffer h = handed[k];
+      if (!h) {
+        if (problem.empty()) problem = "outputs[" + std::to_string(k) + "] was left NULL by the step callback";
+        continue;
+      }
+      try {
+        if (is_input(h)) {
+          outs[k] = get<BufferObj>(h, "output")->buf;  // borrowed: not ours to destroy
+          continue;
+        }
+        bool seen = false;
+        for (size_t j = 0; j < k && !seen; ++j)
+          if (handed[j] == h) outs[k] = outs[j], seen = true;
+        if (!seen) outs[k] = std::static_pointer_cast<BufferObj>(remove_object(raw(h), Kind::buffer, "output"))->buf;
+      } catch (const StatusError& e) {
+        if (problem.empty()) problem = "outputs[" + std::to_string(k) + "] from the step callback: " + e.what();
+      }
+    }
+    if (s != ENCORE_OK)
+      fail(s, std::string("the step callback returned ") + encore_status_name(s) +
+                  (inner.empty() ? std::string() : " (last error on this thread: " + inner + ")"));
+    if (!problem.empty()) fail(ENCORE_ERROR_INVALID_ARGUMENT, problem);
+    for (const Buffer& b : in_bufs) add_device(eager_devices, b.device());
+    for (const Buffer& b : outs) add_device(eager_devices, b.device());
+    return outs;
+  }
+};
+
+namespace {
+
+// Hands the call's outputs to the caller as handles owned by the jit.
+void publish_outputs(JitObj& j, const std::vector<Buffer>& outs, encore_buffer* outputs) {
+  j.out_handles.resize(outs.size(), nullptr);
+  j.out_bufs.resize(outs.size());
+  for (size_t k = 0; k < outs.size(); ++k) {
+    if (!(j.out_handles[k] && j.out_bufs[k] == outs[k])) {
+      JitObj::release(j.out_handles[k]);
+      j.out_handles[k] = nullptr;
+      auto o = std::make_shared<BufferObj>();
+      o->buf = outs[k];
+      put(std::move(o), &j.out_handles[k]);
+      j.out_bufs[k] = outs[k];
+    }
+    if (outputs) outputs[k] = j.out_handles[k];
+  }
+}
+
+JitOptions to_jit_options(const encore_jit_options& o) {
+  JitOptions j;
+  j.enabled = o.enabled != 0;
+  j.prune = o.prune != 0;
+  j.plan = o.plan != 0;
+  j.allow_copyout = o.allow_copyout != 0;
+  j.fresh_outputs = o.fresh_outputs != 0;
+  if (o.verify < 0) fail(ENCORE_ERROR_INVALID_ARGUMENT, "opt->verify: expected >= 0, found " + std::to_string(o.verify));
+  j.verify = o.verify;
+  j.max_in_flight = o.max_in_flight;
+  return j;
+}
+
+thread_local std::vector<const JitObj*> jits_running;  // on this thread, innermost last
+
+void check_not_running(const JitObj& j, const char* op) {
+  for (const JitObj* r : jits_running)
+    if (r == &j) fail(ENCORE_ERROR_INVALID_ARGUMENT, std::string("jit is running its step callback on this thread: it cannot be ") + op + " from inside it");
+}
+
+// Waits for a call in progress on another thread (one on this thread is an error: it would deadlock).
+std::unique_lock<std::mutex> lock_idle(JitObj& j, const char* op) {
+  check_not_running(j, op);
+  return std::unique_lock<std::mutex>(j.mu);
+}
+
+}  // namespace
+
+}  // namespace encore::capi
+
+using namespace encore;
+using namespace encore::capi;
+
+extern "C" {
+
+// ---- capture
+
+encore_unit_options encore_unit_options_default(void) {
+  UnitOptions u;
+  return encore_unit_options{u.prune, u.plan, u.allow_copyout, u.max_in_flight};
+}
+
+encore_status encore_capture_begin(const encore_unit_options* opt, encore_capture* out) {
+  return guard(__func__, [&] {
+    need(out, "out");
+    *out = nullptr;
+    encore_unit_options o = opt ? *opt : encore_unit_options_default();
+    UnitOptions u;
+    u.prune = o.prune != 0;
+    u.plan = o.plan != 0;
+    u.allow_copyout = o.allow_copyout != 0;
+    u.max_in_flight = o.max_in_flight;
+    auto c = std::make_shared<CaptureObj>();
+    c->cap = std::make_unique<Capture>(u);
+    put(std::move(c), out);
+  });
+}
+
+encore_status encore_capture_add_input(encore_capture cap, encore_buffer buf, size_t* slot) {
+  return guard(__func__, [&] {
+    auto c = get<CaptureObj>(cap, "cap");
+    auto b = get<BufferObj>(buf, "buf");
+    size_t s = c->cap->add_input(b->buf);
+    if (slot) *slot = s;
+  });
+}
+
+encore_status encore_capture_add_output(encore_capture cap, encore_buffer buf) {
+  return guard(__func__, [&] {
+    auto c = get<CaptureObj>(cap, "cap");
+    c->cap->add_output(get<BufferObj>(buf, "buf")->buf);
+  });
+}
+
+encore_status encore_capture_end(encore_capture cap, encore_unit* out) {
+  return guard(__func__, [&] {
+    if (out) *out = nullptr;
+    auto c = std::static_pointer_cast<CaptureObj>(remove_object(raw(cap), Kind::capture, "cap"));
+    need(out, "out");  // cap is consumed either way (its capture abandoned)
+    ExecutionUnit u = c->cap->end();
+    put(make_unit(std::move(u)), out);
+  });
+}
+
+encore_status encore_capture_destroy(encore_capture cap) { return destroy<CaptureObj>(__func__, cap); }
+
+// ---- units
+
+encore_status encore_unit_destroy(encore_unit unit) { return destroy<UnitObj>(__func__, unit); }
+
+encore_status encore_unit_counts(encore_unit unit, size_t* num_inputs, size_t* num_variables) {
+  return guard(__func__, [&] {
+    auto u = get<UnitObj>(unit, "unit");
+    need(num_inputs, "num_inputs");
+    need(num_variables, "num_variables");
+    *num_inputs = u->unit.num_inputs();
+    *num_variables = u->unit.num_variables();
+  });
+}
+
+encore_status encore_unit_variable_slot(encore_unit unit, encore_variable var, size_t* slot) {
+  return guard(__func__, [&] {
+    auto u = get<UnitObj>(unit, "unit");
+    auto v = get<VariableObj>(var, "var");
+    need(slot, "slot");
+    *slot = u->unit.variable_slot(v->var);
+  });
+}
+
+encore_status encore_unit_bind_input(encore_unit unit, size_t slot, encore_buffer buf) {
+  return guard(__func__, [&] {
+    auto u = get<UnitObj>(unit, "unit");
+    check_slot(slot, u->unit.num_inputs(), "input");
+    u->unit.bind_input(slot, get<BufferObj>(buf, "buf")->buf);
+  });
+}
+
+encore_status encore_unit_bind_var_int(encore_unit unit, size_t slot, int64_t value) {
+  return guard(__func__, [&] {
+    auto u = get<UnitObj>(unit, "unit");
+    check_slot(slot, u->unit.num_variables(), "variable");
+    u->unit.bind_var(slot, value);
+  });
+}
+
+encore_status encore_unit_bind_var_float(encore_unit unit, size_t slot, double value) {
+  return guard(__func__, [&] {
+    auto u = get<UnitObj>(unit, "unit");
+    check_slot(slot, u->unit.num_variables(), "variable");
+    u->unit.bind_var_f(slot, value);
+  });
+}
+
+encore_status encore_unit_run(encore_unit unit, const encore_event* wait_list, size_t num_wait, encore_event* done_out) {
+  return guard(__func__, [&] {
+    if (done_out) *done_out = nullptr;
+    auto u = get<UnitObj>(unit, "unit");
+    const std::vector<Event>& waits = wait_events(wait_list, num_wait);
+    if (!done_out) {
+      if (waits.empty())
+        u->unit();  // no event asked for: no marker made
+      else
+        u->unit.run(waits);
+      return;
+    }
+    auto ev = std::make_shared<EventObj>();
+    ev->parts.push_back(u->unit.run(waits));
+    put(std::move(ev), done_out);
+  });
+}
+
+encore_status encore_unit_run_and_wait(encore_unit unit, double* seconds) {
+  return guard(__func__, [&] {
+    double s = get<UnitObj>(unit, "unit")->unit.run_and_wait();
+    if (seconds) *seconds = s;
+  });
+}
+
+encore_status encore_unit_free_intermediates(encore_unit unit) {
+  return guard(__func__, [&] { get<UnitObj>(unit, "unit")->unit.free_intermediates(); });
+}
+
+encore_status encore_unit_get_stats(encore_unit unit, encore_unit_stats* out) {
+  return guard(__func__, [&] {
+    auto u = get<UnitObj>(unit, "unit");
+    need(out, "out");
+    fill_stats(u->unit.stats(), out);
+  });
+}
+
+encore_status encore_unit_concat(encore_unit a, encore_unit b, encore_unit* out) {
+  return guard(__func__, [&] {
+    need(out, "out");
+    *out = nullptr;
+    auto ua = get<UnitObj>(a, "a");
+    auto ub = get<UnitObj>(b, "b");
+    put(make_unit(ua->unit + ub->unit), out);
+  });
+}
+
+encore_status encore_unit_save(encore_unit unit, const char* path, const char* name) {
+  return guard(__func__, [&] {
+    auto u = get<UnitObj>(unit, "unit");
+    need(path, "path");
+#if ENCORE_CAPI_HAVE_WORKLOAD
+    workload::SaveOptions o;
+    if (name) o.name = name;
+    try {
+      workload::save_workload(u->unit, path, o);
+    } catch (const std::system_error& e) {  // std::filesystem::filesystem_error among others
+      fail(ENCORE_ERROR_WORKLOAD, std::string("cannot write the workload ") + path + ": " + e.what());
+    }
+#else
+    (void)name;
+    fail(ENCORE_ERROR_UNSUPPORTED, "this libencore was built without the workload harness (meson -Dharness=false)");
+#endif
+  });
+}
+
+// ---- events
+
+encore_status encore_event_wait(encore_event ev) {
+  return guard(__func__, [&] {
+    for (const Event& p : get<EventObj>(ev, "ev")->parts) p.wait();
+  });
+}
+
+encore_status encore_event_done(encore_event ev, int* done) {
+  return guard(__func__, [&] {
+    auto e = get<EventObj>(ev, "ev");
+    need(done, "done");
+    int all = 1;
+    for (const Event& p : e->parts) all &= p.done() ? 1 : 0;
+    *done = all;
+  });
+}
+
+encore_status encore_event_destroy(encore_event ev) { return destroy<EventObj>(__func__, ev); }
+
+// ---- jit
+
+encore_jit_options encore_jit_options_default(void) {
+  JitOptions j;
+  try {
+    j = JitOptions::from_env();
+  } catch (...) {  // a malformed environment: the plain defaults
+  }
+  return encore_jit_options{j.enabled, j.prune, j.plan, j.allow_copyout, j.fresh_outputs, j.verify, j.max_in_flight};
+}
+
+encore_status encore_jit_create(encore_step_fn fn, void* userdata, size_t num_outputs, const encore_jit_options* opt,
+                                encore_jit* out) {
+  return guard(__func__, [&] {
+    need(out, "out");
+    *out = nullptr;
+    if (!fn) fail(ENCORE_ERROR_INVALID_ARGUMENT, "fn is NULL");
+    JitOptions jo = to_jit_options(opt ? *opt : encore_jit_options_default());
+    auto j = std::make_shared<JitObj>();
+    j->fn = fn;
+    j->userdata = userdata;
+    j->num_outputs = num_outputs;
+    JitObj* self = j.get();  // the object outlives its TinyJit (a member)
+    j->jit.emplace(JitObj::Fn([self](const std::vector<Buffer>&, const std::vector<BoundVar>&) { return self->step(); }),
+                   jo);
+    put(std::move(j), out);
+  });
+}
+
+encore_status encore_jit_destroy(encore_jit jit) {
+  encore_status s = guard(__func__, [&] { check_not_running(*get<JitObj>(jit, "jit"), "destroyed"); });
+  if (s != ENCORE_OK) return s;
+  return destroy<JitObj>(__func__, jit);
+}
+
+encore_status encore_jit_call(encore_jit jit, const encore_buffer* inputs, size_t num_inputs,
+                              const encore_bound_var* vars, size_t num_vars, encore_buffer* outputs, size_t num_outputs,
+                              const encore_event* wait_list, size_t num_wait, encore_event* done_out) {
+  return guard(__func__, [&] {
+    if (done_out) *done_out = nullptr;
+    auto j = get<JitObj>(jit, "jit");
+    check_not_running(*j, "called");
+    if (num_inputs) need(inputs, "inputs (with num_inputs > 0)");
+    if (num_vars) need(vars, "vars (with num_vars > 0)");
+    if (outputs && num_outputs != j->num_outputs)
+      fail(ENCORE_ERROR_INVALID_ARGUMENT, "num_outputs: expected " + std::to_string(j->num_outputs) +
+                                              " (as given to encore_jit_create), found " + std::to_string(num_outputs));
+    std::lock_guard<std::mutex> lock(j->mu);
+    const std::vector<Event>& waits = wait_events(wait_list, num_wait);
+    j->in_bufs.clear();
+    for (size_t i = 0; i < num_inputs; ++i)
+      j->in_bufs.push_back(get_at<BufferObj>(inputs[i], "inputs", i)->buf);
+    j->var_vals.clear();
+    for (size_t i = 0; i < num_vars; ++i) j->var_vals.push_back(to_bound(vars[i], i));
+
+    bool replay = j->jit->options().enabled && j->jit->calls() >= 2 && !detail::JitCore::capture_active();
+    if (replay) {
+      for (const Device& d : j->unit_devices) d.wait_for(waits);  // on the queues: no host wait
+    } else {
+      for (const Event& e : waits) e.wait();  // eager work may go to any device: wait here
+    }
+
+    j->cur_inputs = inputs;
+    j->cur_num_inputs = num_inputs;
+    j->cur_vars = vars;
+    j->cur_num_vars = num_vars;
+    jits_running.push_back(j.get());
+    struct Pop {
+      ~Pop() { jits_running.pop_back(); }
+    } pop;
+    std::vector<Buffer> outs = (*j->jit)(j->in_bufs, j->var_vals);
+    if (!j->unit_devices_known && j->jit->unit()) {
+      j->unit_devices = devices_of(j->jit->unit());
+      j->unit_devices_known = true;
+    }
+    publish_outputs(*j, outs, outputs);
+    if (done_out) put(markers(replay ? j->unit_devices : j->eager_devices), done_out);
+  });
+}
+
+encore_status encore_jit_calls(encore_jit jit, uint64_t* calls) {
+  return guard(__func__, [&] {
+    auto j = get<JitObj>(jit, "jit");
+    need(calls, "calls");
+    auto lock = lock_idle(*j, "queried");
+    *calls = j->jit->calls();
+  });
+}
+
+encore_status encore_jit_reset(encore_jit jit) {
+  return guard(__func__, [&] {
+    auto j = get<JitObj>(jit, "jit");
+    auto lock = lock_idle(*j, "reset");
+    j->jit->reset();
+    j->unit_devices.clear();
+    j->unit_devices_known = false;
+  });
+}
+
+encore_status encore_jit_get_stats(encore_jit jit, encore_unit_stats* out) {
+  return guard(__func__, [&] {
+    auto j = get<JitObj>(jit, "jit");
+    need(out, "out");
+    auto lock = lock_idle(*j, "queried");
+    if (j->jit->calls() >= 2 && j->jit->unit()) {
+      fill_stats(j->jit->unit().stats(), out);
+      return;
+    }
+    fail(ENCORE_ERROR_JIT, "the jit has no captured unit yet (" + std::to_string(j->jit->calls()) +
+                               " calls; the capture is call 1, so stats exist from call 2 on)");
+  });
+}
+
+}  // extern "C"
