@@ -4,6 +4,9 @@
 //   x.copyin(std::vector<float>(1024, 1.f));
 //   std::vector<float> back = x.copyout<float>();
 //   encore::Buffer tail = x.view(512, 512);   // a view: same storage, 512 elements from element 512
+// Threads: handles may be copied, passed and destroyed on any thread; transfers and launches on
+// different buffers (or disjoint views) run concurrently. Writes to the same bytes from several
+// threads are ordered by you, as in OpenCL.
 #include <cstddef>
 #include <cstdint>
 #include <memory>

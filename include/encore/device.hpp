@@ -4,6 +4,9 @@
 //   encore::Device cpu = encore::Device::open("CL:1");  // device 1 across all platforms
 //   encore::Device null = encore::Device::open("NULL"); // no-op device: measures encore's own cost
 // ENCORE_DEVICE overrides the default. Opening the same name twice gives the same device.
+// Threads: a Device may be used from any number of threads at once (launches, copies, allocation,
+// compiles). Work from different threads lands on the one in-order queue in the order the calls
+// reach it: order between threads is yours to arrange (an Event, or a join).
 #include <cstddef>
 #include <cstdint>
 #include <map>

@@ -6,6 +6,9 @@
 //   engine_step(dev, frame_input, state);      // issue work normally
 //   encore::ExecutionUnit unit = cap.end();
 //   unit.bind_input(in, next_input).bind_var(0, 17)();   // hot path: by slot, no allocation
+// Threads: one unit is used by one thread at a time (binding and running change its state): guard
+// it, or give each thread its own. Different units replay concurrently, on one device too. A
+// Capture records only the work of the thread that made it.
 #include <cstddef>
 #include <cstdint>
 #include <map>

@@ -6,6 +6,8 @@
 // Programs are cached in memory per (device, source, options) while any handle to them (a Program,
 // a Kernel, a captured unit) lives, and on disk (ENCORE_CACHE, default ~/.cache/encore, "0"
 // disables). A build failure throws CompileError with the build log.
+// Threads: compile and kernel() from any thread; one Kernel may be launched from several threads at
+// once (its arguments are set under a lock per kernel).
 #include <cstddef>
 #include <memory>
 #include <optional>
