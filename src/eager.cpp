@@ -118,6 +118,18 @@ void run_item_eager(const ExecItem& item) {
       if (trace_active()) trace_item(*d.dev, nullptr, item, "eager", 0, nullptr);
       return;
     }
+    case ItemKind::native: {
+      std::vector<NativeMem*> mems;
+      for (const Arg& a : item.args) {
+        a.buf.impl()->ensure_allocated();
+        mems.push_back(a.buf.impl()->handle());
+      }
+      enqueue_native(*item.native->dev, *item.native, mems.data(), mems.size());
+      for (const Arg& a : item.args)
+        if (static_cast<uint8_t>(a.access) & static_cast<uint8_t>(Access::out)) a.buf.impl()->bump();
+      if (trace_active()) trace_item(*item.native->dev, nullptr, item, "eager", 0, nullptr);
+      return;
+    }
     case ItemKind::kernel: break;
   }
   LaunchDims ld;
@@ -194,6 +206,26 @@ void Device::launch_args(const Kernel& k, const Sizes& global, const Sizes& loca
   record(std::move(item));
 }
 
+void Device::run_native(std::shared_ptr<const NativeCall> call, std::vector<Arg> buffers, std::string name) const {
+  if (!call) throw ArgumentError("native call: null");
+  if (call->dev != shared_impl()) throw ArgumentError("native call " + name + ": made for another device than " + id());
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const Arg& a = buffers[i];
+    std::string where = "native call " + name + " buffer " + std::to_string(i);
+    if (a.kind != Arg::Kind::buffer || !a.buf) throw ArgumentError(where + ": expected a buffer (encore::in/out/inout(buf))");
+    if (a.access == Access::none)
+      throw ArgumentError(where + ": state its access with encore::in, encore::out or encore::inout (encore cannot see what native code does)");
+    if (a.buf.impl()->dev != shared_impl()) throw ArgumentError(where + ": " + a.buf.describe() + " is not on " + id());
+  }
+  ExecItem item;
+  item.kind = ItemKind::native;
+  item.native = std::move(call);
+  item.args = std::move(buffers);
+  item.name = std::move(name);
+  run_item_eager(item);
+  record(std::move(item));
+}
+
 void Device::copy(const Buffer& dst, const Buffer& src) const {
   if (!dst || !src) throw ArgumentError("copy: null buffer");
   if (dst.impl()->dev != shared_impl()) throw ArgumentError("copy: destination " + dst.describe() + " is not on " + id());
@@ -217,6 +249,8 @@ void Device::run(const ExecItem& item) const {
     launch_args(item.kernel, item.global, item.local, item.args, item.name, item.estimate);
   } else if (item.kind == ItemKind::copy) {
     copy(item.dst, item.src);
+  } else if (item.kind == ItemKind::native) {
+    run_native(item.native, item.args, item.name);
   } else {
     item.dst.copyin_bytes(item.data->data(), item.data->size());
   }

@@ -30,6 +30,9 @@ void enqueue_launch(DeviceImpl& dev, BackendKernel& k, const LaunchDims& d, uint
 // platforms) the bytes go through `staging` (host memory of at least n bytes; null: a temporary).
 void enqueue_copy(BufferImpl& dst, BufferImpl& src, size_t n, unsigned char* staging);
 
+// A native call over its buffers' memory.
+inline void enqueue_native(DeviceImpl& dev, const NativeCall& call, NativeMem* const* mems, size_t n) { call.run(dev, mems, n); }
+
 // dst <- host bytes. Non-blocking uploads need `data` alive until the device has read it.
 void enqueue_upload(BufferImpl& dst, const unsigned char* data, size_t n, bool blocking);
 

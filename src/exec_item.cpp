@@ -29,6 +29,7 @@ std::vector<StorageAccess> ExecItem::accesses() const {
   std::vector<StorageAccess> out;
   switch (kind) {
     case ItemKind::kernel:
+    case ItemKind::native:
       for (const Arg& a : args)
         if (a.kind == Arg::Kind::buffer) add_access(out, a.buf, a.access);
       break;
@@ -51,7 +52,13 @@ bool ExecItem::uses_variables() const {
   return false;
 }
 
-Device ExecItem::device() const { return kind == ItemKind::kernel ? kernel.device() : dst.device(); }
+Device ExecItem::device() const {
+  switch (kind) {
+    case ItemKind::kernel: return kernel.device();
+    case ItemKind::native: return Device(native->dev);
+    default: return dst.device();
+  }
+}
 
 static std::string sizes_str(const Sizes& s) {
   std::string r = "[";
@@ -68,9 +75,10 @@ std::string ExecItem::describe() const {
   switch (kind) {
     case ItemKind::copy: return "copy " + dst.describe() + " <- " + src.describe();
     case ItemKind::upload: return "upload " + std::to_string(data ? data->size() : 0) + " bytes -> " + dst.describe();
-    case ItemKind::kernel: break;
+    case ItemKind::kernel:
+    case ItemKind::native: break;
   }
-  std::string s = (name.empty() ? kernel.name() : name) + "(";
+  std::string s = (kind == ItemKind::native ? "native " + name : name.empty() ? kernel.name() : name) + "(";
   for (size_t i = 0; i < args.size(); ++i) {
     const Arg& a = args[i];
     if (i) s += ", ";
@@ -81,7 +89,9 @@ std::string ExecItem::describe() const {
       case Arg::Kind::scalar: s += std::string(encore::name(a.dtype)) + " scalar"; break;
     }
   }
-  s += ") global " + sizes_str(global);
+  s += ")";
+  if (kind == ItemKind::native) return s;
+  s += " global " + sizes_str(global);
   if (!local.empty()) s += " local " + sizes_str(local);
   return s;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "encore/encore.hpp"
+#include "encore/opencl.hpp"
 #include "jit_env.hpp"
 
 namespace {
@@ -211,4 +212,31 @@ TEST(AllocFreeReplay, RingOfSixteenViewInputs) {
       for (size_t j = 0; j < kN / 2; ++j) ASSERT_EQ(got[j], static_cast<float>(want[j])) << "element " << j;
     }
   }
+}
+
+// Native work (encore::opencl::enqueue_native) replays allocation-free too, inputs rotating.
+TEST(AllocFreeReplay, NativeItems) {
+  NEED_CL();
+  Env& e = cl();
+  auto step = [&](const Buffer& x) {
+    Buffer t = e.dev.alloc<float>(kN);
+    encore::opencl::enqueue_native(
+        e.dev, [](cl_command_queue q, std::span<const cl_mem> m) { clEnqueueCopyBuffer(q, m[0], m[1], 0, 0, kN * sizeof(float), 0, nullptr, nullptr); },
+        {encore::in(x), encore::out(t)}, "copy");
+    Buffer y = e.dev.alloc<float>(kN);
+    e.dev.launch(e.axpb, {kN}, {}, t, y, 2.f, 0.f);
+    return y;
+  };
+  TinyJit jit(step, encore::JitOptions{});
+  std::vector<Buffer> xs{make(e.dev, seq(kN, 1.f)), make(e.dev, seq(kN, 2.f)), make(e.dev, seq(kN, 3.f))};
+  for (int i = 0; i < 6; ++i) jit(xs[i % 3]);
+  e.dev.synchronize();
+  long allocs = 0;
+  {
+    AllocCounter c;
+    for (int i = 0; i < 100; ++i) jit(xs[i % 3]);
+    allocs = c.count();
+  }
+  EXPECT_EQ(allocs, 0) << "heap allocations in 100 replays with a native item";
+  EXPECT_EQ(get(jit(xs[1])), seq(kN, 4.f, 2.f));
 }

@@ -73,7 +73,10 @@ class ENCORE_API Device {
                    std::string name = {}, Estimate estimate = {}) const;
   // Whole-buffer copy, equal byte sizes; src may be on another device.
   void copy(const Buffer& dst, const Buffer& src) const;
-  // Runs an item (kernel, copy or upload) as eager work on the item's device.
+  // Runs native work (see encore::opencl::enqueue_native) over `buffers` (each with its access
+  // stated: in, out, inout): now, and on every replay of a capture that records it.
+  void run_native(std::shared_ptr<const NativeCall> call, std::vector<Arg> buffers, std::string name) const;
+  // Runs an item (kernel, copy, upload or native) as eager work on the item's device.
   void run(const ExecItem& item) const;
   // Waits until all work queued on this device has finished.
   void synchronize() const;

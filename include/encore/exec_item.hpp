@@ -62,7 +62,18 @@ struct ENCORE_API Arg {
   Arg(T v) : kind(Kind::scalar), dtype(dtype_of<T>) { std::memcpy(&bits, &v, sizeof(T)); }  // NOLINT
 };
 
-enum class ItemKind : uint8_t { kernel, copy, upload };
+enum class ItemKind : uint8_t { kernel, copy, upload, native };
+
+namespace detail { struct DeviceImpl; struct NativeMem; }
+
+// Work that native code enqueues itself (an OpenCL library such as CLBlast, an engine's kernels),
+// recorded like any item: see encore::opencl::enqueue_native. Its buffers are the item's args.
+struct NativeCall {
+  virtual ~NativeCall() = default;
+  // Enqueues the work on `dev`'s queue over the buffers' memory, in argument order.
+  virtual void run(detail::DeviceImpl& dev, detail::NativeMem* const* mems, size_t n) const = 0;
+  std::shared_ptr<detail::DeviceImpl> dev;
+};
 
 // A byte range of one storage (base buffer) that an item reads and/or writes.
 struct StorageAccess {
@@ -85,6 +96,8 @@ struct ENCORE_API ExecItem {
   // copy: dst <- src; upload: dst <- *data
   Buffer dst, src;
   std::shared_ptr<const std::vector<unsigned char>> data;
+  // native: the call; its buffers (with their declared access) are `args`
+  std::shared_ptr<const NativeCall> native;
   // metadata
   std::string name;
   Estimate estimate;

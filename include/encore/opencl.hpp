@@ -10,6 +10,11 @@
 #endif
 #include <CL/cl.h>
 
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
 #include "encore/buffer.hpp"
 #include "encore/device.hpp"
 
@@ -28,6 +33,17 @@ ENCORE_API Event adopt(const Device& dev, cl_event event);
 // The cl_event behind an encore Event (owned by the Event: retain it to keep it longer). ArgumentError
 // for an empty Event, a NULL-device one, or one over several devices.
 ENCORE_API cl_event native(const Event& event);
+
+// Native work inside a step: `fn(queue, mems)` enqueues whatever it likes on the device's queue
+// over the buffers' cl_mems (in order; a view is a sub-buffer). It runs now, is recorded like any item
+// when a capture is active, and on every replay runs again with the buffers bound then (swapped
+// inputs, planned arena views), allocating nothing. The access of each buffer must be stated:
+// encore cannot see what native code reads and writes. Never pruned as one-time.
+//   encore::opencl::enqueue_native(dev, [=](cl_command_queue q, std::span<const cl_mem> m) {
+//     CLBlastSgemm(..., m[0], 0, k, m[1], 0, n, 0.f, m[2], 0, n, &q, nullptr);
+//   }, {encore::in(a), encore::in(b), encore::out(c)}, "sgemm");
+using NativeFn = std::function<void(cl_command_queue queue, std::span<const cl_mem> mems)>;
+ENCORE_API void enqueue_native(const Device& dev, NativeFn fn, std::vector<BufferArg> buffers, std::string name = "native");
 
 ENCORE_API cl_context context(const Device& dev);
 ENCORE_API cl_device_id device_id(const Device& dev);

@@ -533,6 +533,30 @@ Event adopt(const Device& dev, cl_event event) {
   return Event(std::make_shared<detail::QueueEvent>(dev.shared_impl(), reinterpret_cast<detail::NativeEvent*>(event)));
 }
 
+namespace {
+// A native call on an OpenCL device: the memory handles are cl_mems (NativeMem is cl_mem here), so
+// the core's array is handed over as it is: nothing to allocate on replay.
+struct ClNativeCall final : NativeCall {
+  NativeFn fn;
+  void run(detail::DeviceImpl& d, detail::NativeMem* const* mems, size_t n) const override {
+    auto& cd = static_cast<detail::ClDevice&>(d);
+    fn(cd.queue(), std::span<const cl_mem>(reinterpret_cast<const cl_mem*>(mems), n));
+  }
+};
+}  // namespace
+
+void enqueue_native(const Device& dev, NativeFn fn, std::vector<BufferArg> buffers, std::string name) {
+  cl_device_of(dev.impl(), "encore::opencl::enqueue_native");
+  if (!fn) throw ArgumentError("encore::opencl::enqueue_native: empty function");
+  auto call = std::make_shared<ClNativeCall>();
+  call->fn = std::move(fn);
+  call->dev = dev.shared_impl();
+  std::vector<Arg> args;
+  args.reserve(buffers.size());
+  for (const BufferArg& b : buffers) args.emplace_back(b);
+  dev.run_native(std::move(call), std::move(args), std::move(name));
+}
+
 cl_event native(const Event& e) {
   auto* q = dynamic_cast<detail::QueueEvent*>(e.impl().get());
   if (!q || !dynamic_cast<detail::ClDevice*>(q->dev.get()))

@@ -22,7 +22,11 @@ void point_entry(UnitImpl& u, uint32_t e, const Buffer& b) {
   b.impl()->ensure_allocated();
   NativeMem* h = b.impl()->handle();
   // arguments first: if setting one fails, `current` still differs from b and a retry sets them all
-  for (const KernelUse& k : bd->uses[e]) bd->items[k.bound].kernel->set_buffer(k.arg, h);
+  for (const KernelUse& k : bd->uses[e]) {
+    BoundItem& it = bd->items[k.bound];
+    if (it.kind == ItemKind::native) it.mems[k.arg] = h;
+    else it.kernel->set_buffer(k.arg, h);
+  }
   bd->current[e] = b;
   for (uint32_t bi : bd->copy_uses[e]) {
     BoundItem& it = bd->items[bi];
@@ -114,6 +118,10 @@ void bind_unit(UnitImpl& u) {
   // replayed items first, then one-time items, each in step order (reserved: `x` stays valid)
   const uint32_t n = static_cast<uint32_t>(p.items.size());
   b.items.reserve(n);
+  size_t native_args = 0;
+  for (const ExecItem& it : p.items)
+    if (it.kind == ItemKind::native) native_args += it.args.size();
+  b.native_mems.reserve(native_args);
   for (int pass = 0; pass < 2; ++pass) {
     for (uint32_t i = 0; i < n; ++i) {
       if (p.one_time[i] != (pass == 1)) continue;
@@ -123,7 +131,17 @@ void bind_unit(UnitImpl& u) {
       BoundItem& x = b.items.emplace_back();
       x.kind = it.kind;
       x.item = i;
-      if (it.kind == ItemKind::kernel) {
+      if (it.kind == ItemKind::native) {
+        x.dev = it.native->dev.get();
+        x.call = it.native.get();
+        x.n = it.args.size();
+        x.mems = b.native_mems.data() + b.native_mems.size();
+        for (uint32_t ai = 0; ai < it.args.size(); ++ai) {
+          b.native_mems.push_back(b.current[st.arg_ref[ai]].impl()->handle());
+          b.uses[st.arg_ref[ai]].push_back({bi, ai});
+        }
+        b.n_replay += pass == 0;
+      } else if (it.kind == ItemKind::kernel) {
         KernelImpl& k = *it.kernel.impl();
         x.dev = k.program->dev.get();
         {

@@ -112,6 +112,7 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
     st.kind = it.kind;
     switch (it.kind) {
       case ItemKind::kernel:
+      case ItemKind::native:
         st.arg_ref.assign(it.args.size(), 0);
         for (uint32_t ai = 0; ai < it.args.size(); ++ai)
           if (const Arg& a = it.args[ai]; a.kind == Arg::Kind::buffer) {
@@ -186,7 +187,8 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
       pitems[i].accesses.push_back({r, b->offset, b->offset + b->nbytes, read, write});
       if (u.entries[a.entry].kind == PlanEntry::Kind::input) touches_input = true;
     }
-    pitems[i].volatile_ = touches_input || u.items[i].uses_variables();
+    // native work is opaque: never one-time (it may hold state of its own, or read the clock)
+    pitems[i].volatile_ = touches_input || u.items[i].uses_variables() || u.items[i].kind == ItemKind::native;
   }
   if (opt.prune) {
     TraceSpan span("prune");
@@ -326,7 +328,7 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
 
   std::unordered_set<DeviceImpl*> devs;
   for (const ExecItem& it : u.items) {
-    auto d = it.kind == ItemKind::kernel ? it.kernel.impl()->program->dev : it.dst.impl()->dev;
+    auto d = it.kind == ItemKind::kernel ? it.kernel.impl()->program->dev : it.kind == ItemKind::native ? it.native->dev : it.dst.impl()->dev;
     if (devs.insert(d.get()).second) u.devices.push_back(d);
     if (it.kind == ItemKind::copy && devs.insert(it.src.impl()->dev.get()).second) u.devices.push_back(it.src.impl()->dev);
   }

@@ -53,6 +53,7 @@ static void run_item(BoundItem& b) {
     case ItemKind::kernel: enqueue_launch(*b.dev, *b.kernel, b.ld, nullptr); return;
     case ItemKind::copy: enqueue_copy(*b.dst, *b.src, b.n, b.staging); return;
     case ItemKind::upload: enqueue_upload(*b.dst, b.data, b.n, false); return;
+    case ItemKind::native: enqueue_native(*b.dev, *b.call, b.mems, b.n); return;
   }
 }
 

@@ -93,6 +93,8 @@ struct BoundItem {
   const unsigned char* data = nullptr;
   size_t n = 0;
   unsigned char* staging = nullptr;  // cross-platform copies: host bytes made at bind time
+  const NativeCall* call = nullptr;  // native: the call and its buffers' memory (in the binding)
+  NativeMem** mems = nullptr;
   uint32_t item = 0;                 // index in the plan
 };
 
@@ -116,6 +118,7 @@ struct Binding {
   std::vector<std::vector<VarUse>> var_args;    // per variable: kernel arguments
   std::vector<std::vector<uint32_t>> var_sizes; // per variable: items whose sizes use it
   std::vector<std::unique_ptr<unsigned char[]>> staging;
+  std::vector<NativeMem*> native_mems;          // native items' buffers (sized once: items point into it)
   std::vector<BufferImpl*> written_roots;       // bumped after each replay (fixed and planned storages)
   std::vector<uint32_t> written_entries;        // input entries written (their storage follows the inputs)
 };

@@ -295,6 +295,9 @@ class Saver {
           break;
         }
         case ItemKind::copy: s = copy_json(ref(it.dst), ref(it.src), it.name, path); break;
+        case ItemKind::native:
+          fail(path, "native work (" + it.describe() + ") is code outside encore: a workload file cannot hold it");
+          break;
         case ItemKind::upload: {
           Ref dst = ref(it.dst);
           if (!it.data || it.data->size() != dst.bytes)
