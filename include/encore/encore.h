@@ -369,6 +369,16 @@ ENCORE_C_API encore_status encore_event_adopt(encore_device dev, struct _cl_even
  * was complete already (NULL device); an error for an event over several devices. */
 ENCORE_C_API encore_status encore_event_native(encore_event ev, struct _cl_event** out);
 
+/* Native work inside a step (an OpenCL library such as CLBlast, an engine's own kernels):
+ * fn(userdata, queue, mems, n) enqueues whatever it likes on dev's queue over the buffers' cl_mems
+ * (in order; a view is a sub-buffer) and returns 0, or nonzero for an error. It runs now, is recorded
+ * when a capture is active, and runs again on every replay with the buffers bound then. Each buffer
+ * states its access (encore_arg_in/out/inout): encore cannot see what native code does. userdata must
+ * outlive every unit that recorded the call. Never pruned as one-time work. */
+typedef int (*encore_native_fn)(void* userdata, struct _cl_command_queue* queue, struct _cl_mem* const* mems, size_t n);
+ENCORE_C_API encore_status encore_enqueue_native(encore_device dev, encore_native_fn fn, void* userdata, const encore_arg* buffers,
+                                                 size_t n, const char* name);
+
 /* ---- argument helpers -------------------------------------------------------------------- */
 
 static inline encore_arg encore_arg_buffer(encore_buffer b) { encore_arg a; a.kind = ENCORE_ARG_BUFFER; a.value.buffer = b; return a; }

@@ -76,6 +76,30 @@ encore_status encore_buffer_adopt(encore_device dev, struct _cl_mem* mem, encore
   });
 }
 
+encore_status encore_enqueue_native(encore_device dev, encore_native_fn fn, void* userdata, const encore_arg* buffers, size_t n,
+                                    const char* name) {
+  return guard(__func__, [&] {
+    auto d = get<DeviceObj>(dev, "dev");
+    if (!fn) fail(ENCORE_ERROR_INVALID_ARGUMENT, "fn is NULL");
+    if (n) need(buffers, "buffers");
+    std::vector<BufferArg> bufs;
+    for (size_t i = 0; i < n; ++i) {
+      Arg a = to_arg(buffers[i], i);
+      if (a.kind != Arg::Kind::buffer)
+        fail(ENCORE_ERROR_INVALID_ARGUMENT, "buffers[" + std::to_string(i) + "]: expected a buffer (encore_arg_in/out/inout)");
+      bufs.push_back(BufferArg{a.buf, a.access});
+    }
+    std::string label = name ? name : "native";
+    opencl::enqueue_native(
+        d->dev,
+        [fn, userdata, label](cl_command_queue q, std::span<const cl_mem> m) {
+          if (int rc = fn(userdata, q, m.data(), m.size()); rc != 0)
+            throw DeviceError("native function " + label + " returned " + std::to_string(rc));
+        },
+        std::move(bufs), label);
+  });
+}
+
 encore_status encore_buffer_native(encore_buffer buf, struct _cl_mem** out) {
   return guard(__func__, [&] {
     auto b = get<BufferObj>(buf, "buf");

@@ -217,6 +217,8 @@ Size to_size(const encore_size& s, const char* what) {
   return Size(v->var, s.mul, s.add);
 }
 
+}  // namespace
+
 Arg to_arg(const encore_arg& a, size_t i) {
   auto what = [&] { return "args[" + std::to_string(i) + "]"; };  // built only for a message
   auto buffer = [&](Access acc) {
@@ -246,6 +248,8 @@ Arg to_arg(const encore_arg& a, size_t i) {
   fail(ENCORE_ERROR_INVALID_ARGUMENT, what() + ".kind: expected an encore_arg_kind (ENCORE_ARG_BUFFER .. "
                                              "ENCORE_ARG_LOCAL_BYTES), found " + std::to_string(static_cast<int>(a.kind)));
 }
+
+namespace {
 
 // Host transfers move the whole buffer: nbytes must be its size.
 void check_nbytes(const Buffer& b, size_t nbytes) {

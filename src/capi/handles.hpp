@@ -39,6 +39,9 @@ template <class P> void need(const P* p, const char* what) {
   if (!p) fail(ENCORE_ERROR_INVALID_ARGUMENT, std::string(what) + " is NULL");
 }
 
+// A kernel argument from its C form (args[i], for messages).
+Arg to_arg(const encore_arg& a, size_t i);
+
 // Registers an object; returns its handle value.
 uintptr_t add_object(Kind k, std::shared_ptr<Object> obj);
 // The live object behind a handle of kind k; INVALID_HANDLE otherwise. `what` names the parameter.

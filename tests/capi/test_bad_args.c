@@ -39,6 +39,15 @@ static encore_status reentrant_step(void* ud, const encore_buffer* in, size_t n_
   return s == ENCORE_OK ? ENCORE_ERROR_UNKNOWN : s; /* must have been refused */
 }
 
+static int native_ok(void* u, struct _cl_command_queue* q, struct _cl_mem* const* m, size_t n) {
+  (void)u, (void)q, (void)m, (void)n;
+  return 0;
+}
+static int native_fails(void* u, struct _cl_command_queue* q, struct _cl_mem* const* m, size_t n) {
+  (void)u, (void)q, (void)m, (void)n;
+  return 7;
+}
+
 int main(void) {
   encore_device dev = NULL, nulldev = NULL;
   encore_buffer x = NULL, y = NULL, small = NULL, dead_buf = NULL;
@@ -369,6 +378,17 @@ int main(void) {
     EXPECT_ERR(encore_event_adopt(dev, NULL, &ev), ENCORE_ERROR_INVALID_ARGUMENT, "event is NULL");
     EXPECT_ERR(encore_event_adopt(dev, (struct _cl_event*)&ctx, NULL), ENCORE_ERROR_INVALID_ARGUMENT, "out is NULL");
     EXPECT_ERR(encore_event_native(NULL, &cev), ENCORE_ERROR_INVALID_HANDLE, NULL);
+    {
+      encore_arg in_x = encore_arg_in(x), plain_x = encore_arg_buffer(x), num = encore_arg_i32(3);
+      EXPECT_ERR(encore_enqueue_native(NULL, native_ok, NULL, &in_x, 1, "n"), ENCORE_ERROR_INVALID_HANDLE, "dev");
+      EXPECT_ERR(encore_enqueue_native(dev, NULL, NULL, &in_x, 1, "n"), ENCORE_ERROR_INVALID_ARGUMENT, "fn is NULL");
+      EXPECT_ERR(encore_enqueue_native(dev, native_ok, NULL, NULL, 1, "n"), ENCORE_ERROR_INVALID_ARGUMENT, "buffers is NULL");
+      EXPECT_ERR(encore_enqueue_native(dev, native_ok, NULL, &plain_x, 1, "n"), ENCORE_ERROR_INVALID_ARGUMENT, "state its access");
+      EXPECT_ERR(encore_enqueue_native(dev, native_ok, NULL, &num, 1, "n"), ENCORE_ERROR_INVALID_ARGUMENT, "expected a buffer");
+      EXPECT_ERR(encore_enqueue_native(nulldev, native_ok, NULL, NULL, 0, "n"), ENCORE_ERROR_DEVICE, "not an OpenCL device");
+      EXPECT_ERR(encore_enqueue_native(dev, native_fails, NULL, &in_x, 1, "boom"), ENCORE_ERROR_DEVICE, "boom returned 7");
+      EXPECT_OK(encore_enqueue_native(dev, native_ok, NULL, &in_x, 1, NULL));
+    }
     REQUIRE_OK(encore_unit_run(unit, NULL, 0, &ev));
     EXPECT_ERR(encore_event_native(ev, NULL), ENCORE_ERROR_INVALID_ARGUMENT, "out is NULL");
     EXPECT_OK(encore_event_destroy(ev));
