@@ -51,10 +51,6 @@ size_t max_group_size(const DeviceImpl& dev, const BackendKernel& k) {
   return kmax && kmax < dev.info.max_work_group_size ? kmax : dev.info.max_work_group_size;
 }
 
-void enqueue_launch(DeviceImpl& dev, BackendKernel& k, const LaunchDims& d, uint64_t* device_ns) {
-  if (!d.empty) dev.launch(k, d.dims, d.gws, d.lws, device_ns);
-}
-
 void enqueue_copy(BufferImpl& d, BufferImpl& s, size_t n, unsigned char* staging) {
   NativeMem* dm = d.root()->mem;
   NativeMem* sm = s.root()->mem;

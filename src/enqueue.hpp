@@ -24,7 +24,10 @@ void resolve_launch(uint32_t dims, const int64_t* global, const int64_t* local, 
 size_t max_group_size(const DeviceImpl& dev, const BackendKernel& k);
 
 // Enqueues a resolved launch (nothing when empty); with device_ns set, waits and reports device time.
-void enqueue_launch(DeviceImpl& dev, BackendKernel& k, const LaunchDims& d, uint64_t* device_ns);
+// Inline: it is the replay loop's per-item call.
+inline void enqueue_launch(DeviceImpl& dev, BackendKernel& k, const LaunchDims& d, uint64_t* device_ns) {
+  if (!d.empty) dev.launch(k, d.dims, d.gws, d.lws, device_ns);
+}
 
 // dst <- src, `n` bytes from each view's start. Between devices that cannot copy directly (different
 // platforms) the bytes go through `staging` (host memory of at least n bytes; null: a temporary).

@@ -77,7 +77,7 @@ class NullDevice final : public DeviceImpl {
     if (local) {
       size_t items = 1;
       for (uint32_t d = 0; d < dims; ++d) items *= local[d];
-      if (const size_t max = k.max_work_group_size(); items > max) [[unlikely]]
+      if (const size_t max = static_cast<NullKernel&>(k).max_wg; items > max) [[unlikely]]
         throw DeviceError("NULL device: kernel " + static_cast<NullKernel&>(k).name + " launched with " + std::to_string(items) +
                           " work items per group, over its limit of " + std::to_string(max) +
                           " (CL_INVALID_WORK_GROUP_SIZE on OpenCL)");
