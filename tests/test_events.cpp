@@ -93,6 +93,33 @@ TEST(Events, ReplayWaitsForAnEnginesEvent) {
   EXPECT_NO_THROW(e.dev.marker().wait());
 }
 
+// A TinyJit step between events: ordered after the engine's event, its completion a marker.
+TEST(Events, JitStepBetweenEvents) {
+  NEED_CL();
+  Env& e = cl();
+  encore::TinyJit jit([&](const Buffer& x) {
+    Buffer y = e.dev.alloc<float>(64);
+    e.dev.launch(e.axpb, {64}, {}, x, y, 3.f, 0.f);
+    return y;
+  }, encore::JitOptions{});
+  Buffer x = make(e.dev, seq(64, 1.f));
+  for (int i = 0; i < 3; ++i) jit(x);  // warm-up, capture, a replay
+  cl_int err = CL_SUCCESS;
+  cl_event gate = clCreateUserEvent(encore::opencl::context(e.dev), &err);
+  ASSERT_EQ(err, CL_SUCCESS);
+  Event engine = encore::opencl::adopt(e.dev, gate);
+  clReleaseEvent(gate);
+  Buffer x2 = make(e.dev, seq(64, 10.f));
+  e.dev.wait_for({&engine, 1});
+  Buffer y = jit(x2);
+  Event done = e.dev.marker();
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_FALSE(done.done()) << "the step ran before the engine's event";
+  clSetUserEventStatus(encore::opencl::native(engine), CL_COMPLETE);
+  done.wait();
+  EXPECT_EQ(get(y), seq(64, 30.f, 3.f));
+}
+
 // A loop that replays and never reads back stays within bounded memory: each replay waits for the
 // one max_in_flight calls before it.
 TEST(Events, WorkInFlightIsBounded) {

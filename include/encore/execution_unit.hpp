@@ -27,7 +27,8 @@ struct UnitOptions {
   bool prune = true;           // drop one-time items from replay (DESIGN rule 2)
   // Replays in flight at most (0: unbounded). A replay first waits for the completion of the one
   // this many calls before, so a loop that never reads back cannot run ahead of the device without
-  // bound (host memory for queued work grows with the queue).
+  // bound (host memory for queued work grows with the queue). So a replay can block: never queue
+  // more than this many replays behind an event that the same thread completes only later.
   uint32_t max_in_flight = 3;
   bool plan = true;            // plan internal temporaries into one arena (rule 3)
   bool batch = false;          // command-buffer batches (rule 5): not implemented yet, true is a JitError

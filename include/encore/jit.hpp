@@ -28,6 +28,8 @@
 // Threads: one TinyJit serialises its calls (a mutex); different TinyJits run concurrently.
 // A call counts only when it completed: a call 0 that throws is not the warm-up.
 // Movable (not while a call runs); not copyable.
+// Events: a call is ordinary work on its device's queue: dev.wait_for(events) before it orders it
+// after an engine's work, dev.marker() after it is its completion (ExecutionUnit::run does both).
 #include <any>
 #include <array>
 #include <cstring>
