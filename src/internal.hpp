@@ -261,6 +261,8 @@ struct Recorder {
 Recorder* current_recorder();
 // Makes `r` this thread's recorder (JitError when one is already recording).
 void start_recording(std::shared_ptr<Recorder> r);
+// A new capture's recorder, started on this thread.
+std::shared_ptr<Recorder> start_recording(bool allow_copyout);
 // Stops `r` if it is this thread's recorder; from another thread, closes it. Never throws.
 void stop_recording(Recorder* r) noexcept;
 uint64_t next_capture_id();

@@ -113,14 +113,7 @@ JitCore& JitCore::operator=(JitCore&&) noexcept = default;
 
 bool JitCore::capture_active() { return current_recorder() != nullptr; }
 
-void JitCore::begin_capture() {
-  auto r = std::make_shared<Recorder>();
-  r->id = next_capture_id();
-  r->allow_copyout = opt.allow_copyout;
-  r->started_us = trace_active() ? trace_now_us() : 0;
-  start_recording(r);
-  s_->rec = std::move(r);
-}
+void JitCore::begin_capture() { s_->rec = start_recording(opt.allow_copyout); }
 
 void JitCore::abandon_capture() noexcept {
   stop_recording(s_->rec.get());
@@ -293,12 +286,7 @@ struct Capture::State {
 
 Capture::Capture(UnitOptions options) : s_(std::make_unique<State>()) {
   s_->opt = options;
-  auto r = std::make_shared<Recorder>();
-  r->id = next_capture_id();
-  r->allow_copyout = options.allow_copyout;
-  r->started_us = trace_active() ? trace_now_us() : 0;
-  start_recording(r);
-  s_->rec = std::move(r);
+  s_->rec = start_recording(options.allow_copyout);
 }
 
 // On the recording thread this stops the recording; on another thread it closes it, and the

@@ -24,6 +24,15 @@ void start_recording(std::shared_ptr<Recorder> r) {
   tl_recorder = std::move(r);
 }
 
+std::shared_ptr<Recorder> start_recording(bool allow_copyout) {
+  auto r = std::make_shared<Recorder>();
+  r->id = next_capture_id();
+  r->allow_copyout = allow_copyout;
+  r->started_us = trace_active() ? trace_now_us() : 0;
+  start_recording(r);
+  return r;
+}
+
 void stop_recording(Recorder* r) noexcept {
   if (!r) return;
   r->closed.store(true, std::memory_order_release);
