@@ -84,6 +84,7 @@ std::string json_escape(const std::string& s) {
 struct EnvProfile {
   std::string path;
   EnvProfile() {
+    rec();  // made first, so it is destroyed after this writes the trace at exit
     if (const char* p = std::getenv("ENCORE_PROFILE"); p && *p) {
       path = p;
       g_active = true;
