@@ -2,7 +2,9 @@
 // flight. Public headers only.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <memory>
 #include <cstdlib>
 #include <cstdio>
 #include <fstream>
@@ -118,6 +120,35 @@ TEST(Events, JitStepBetweenEvents) {
   clSetUserEventStatus(encore::opencl::native(engine), CL_COMPLETE);
   done.wait();
   EXPECT_EQ(get(y), seq(64, 30.f, 3.f));
+}
+
+// Destroying a unit waits for its own replays only: not for unrelated work queued behind an
+// engine's event that has not completed yet.
+TEST(Events, DestroyingAUnitIgnoresUnrelatedWork) {
+  NEED_CL();
+  Env& e = cl();
+  Buffer x = make(e.dev, seq(64, 1.f)), out = e.dev.alloc<float>(64);
+  auto unit = std::make_unique<encore::ExecutionUnit>(three_kernel_unit(e, x, out, 3));
+  for (int i = 0; i < 3; ++i) (*unit)();
+  unit->run().wait();
+  cl_int err = CL_SUCCESS;
+  cl_event gate = clCreateUserEvent(encore::opencl::context(e.dev), &err);
+  ASSERT_EQ(err, CL_SUCCESS);
+  Event engine = encore::opencl::adopt(e.dev, gate);
+  clReleaseEvent(gate);
+  Buffer s = make(e.dev, std::vector<float>(64, 0.f));  // (a blocking write: before the gate)
+  e.dev.wait_for({&engine, 1});  // unrelated work, blocked until the engine completes its event
+  e.dev.launch(e.addk, {64}, {}, s, 1);
+  std::atomic<bool> destroyed{false};
+  std::thread t([&] {
+    unit.reset();
+    destroyed = true;
+  });
+  for (int i = 0; i < 200 && !destroyed; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(destroyed.load()) << "the unit's destructor waited for work that is not its own";
+  clSetUserEventStatus(encore::opencl::native(engine), CL_COMPLETE);  // release it either way
+  t.join();
+  EXPECT_EQ(get(s)[0], 1.f);
 }
 
 // A loop that replays and never reads back stays within bounded memory: each replay waits for the
