@@ -54,6 +54,12 @@ static void eager_copy(const Buffer& dst, const Buffer& src) {
   d.bump();
 }
 
+// Bumps the version of every buffer argument the item may write.
+static void bump_written(const std::vector<Arg>& args) {
+  for (const Arg& a : args)
+    if (a.kind == Arg::Kind::buffer && (static_cast<uint8_t>(a.access) & static_cast<uint8_t>(Access::out))) a.buf.impl()->bump();
+}
+
 // Sets the arguments on the kernel's eager object and enqueues it; bumps what it writes. False when
 // the launch was empty (a zero global size): nothing ran. dims/gws/lws/ns report what ran.
 static bool run_kernel_eager(KernelImpl& k, const std::vector<Arg>& args, const Sizes& global, const Sizes& local,
@@ -97,8 +103,7 @@ static bool run_kernel_eager(KernelImpl& k, const std::vector<Arg>& args, const 
       }
     }
   }
-  for (const Arg& a : args)
-    if (a.kind == Arg::Kind::buffer && (static_cast<uint8_t>(a.access) & static_cast<uint8_t>(Access::out))) a.buf.impl()->bump();
+  bump_written(args);
   return true;
 }
 
@@ -125,8 +130,7 @@ void run_item_eager(const ExecItem& item) {
         mems.push_back(a.buf.impl()->handle());
       }
       enqueue_native(*item.native->dev, *item.native, mems.data(), mems.size());
-      for (const Arg& a : item.args)
-        if (static_cast<uint8_t>(a.access) & static_cast<uint8_t>(Access::out)) a.buf.impl()->bump();
+      bump_written(item.args);
       if (trace_active()) trace_item(*item.native->dev, nullptr, item, "eager", 0, nullptr);
       return;
     }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <chrono>
 #include <memory>
 #include <stdexcept>
@@ -146,6 +147,23 @@ TEST(ReplayPaths, VerifyOnNullIsSkipped) {
   std::string err = logs.text();
   EXPECT_TRUE(contains(err, "verify skipped")) << err;
   EXPECT_EQ(jit.calls(), 6u);
+}
+
+// log.hpp: without a sink and without ENCORE_DEBUG, encore prints nothing (the warning above is
+// only delivered to a sink).
+TEST(ReplayPaths, NothingIsPrintedByDefault) {
+  if (std::getenv("ENCORE_DEBUG") || std::getenv("DEBUG")) GTEST_SKIP() << "runs without ENCORE_DEBUG";
+  SetEnv& e = set_null();
+  TinyJit jit([&](const Buffer& x) { e.dev.launch(e.inc1, {8}, {}, x); }, opts(true, 3));
+  Buffer x = e.dev.alloc<float>(8);
+  testing::internal::CaptureStderr();
+  for (int i = 0; i < 4; ++i) jit(x);  // the capture logs "verify skipped" (a warning)
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err, "");
+  LogCapture logs;  // the same warning reaches a sink
+  TinyJit again([&](const Buffer& y) { e.dev.launch(e.inc1, {8}, {}, y); }, opts(true, 3));
+  for (int i = 0; i < 2; ++i) again(x);
+  EXPECT_TRUE(contains(logs.text(), "verify skipped")) << logs.text();
 }
 
 // Issue 8.4: a copy between devices of different platforms (an OpenCL device and the NULL device)

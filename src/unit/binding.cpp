@@ -148,7 +148,6 @@ void bind_unit(UnitImpl& u) {
           std::lock_guard<std::mutex> lock(k.program->mu);
           x.kernel = k.program->backend->create_kernel(k.sig->name);
         }
-        bool dynamic = false;
         for (uint32_t ai = 0; ai < it.args.size(); ++ai) {
           const Arg& a = it.args[ai];
           switch (a.kind) {
@@ -172,9 +171,7 @@ void bind_unit(UnitImpl& u) {
             if (s->var >= 0 && (s == &st.g[d] || st.has_local)) {
               auto& users = b.var_sizes[static_cast<size_t>(s->var)];
               if (users.empty() || users.back() != bi) users.push_back(bi);
-              dynamic = true;
             }
-        x.dynamic = dynamic;
         resolve_sizes(p, x, u.vars, x.ld);
         b.n_replay += pass == 0;
       } else {

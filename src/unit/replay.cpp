@@ -132,8 +132,14 @@ void run_unit(UnitImpl& u) {
     for (size_t d = 0; d < nd; ++d)
       if (slot[d]) {
         NativeEvent* ev = std::exchange(slot[d], nullptr);
-        u.plan.devices[d]->wait_event(ev);
-        u.plan.devices[d]->release_event(ev);
+        DeviceImpl& dev = *u.plan.devices[d];
+        try {
+          dev.wait_event(ev);
+        } catch (...) {
+          dev.release_event(ev);
+          throw;
+        }
+        dev.release_event(ev);
       }
   for (uint32_t s = 0; s < u.staged.size(); ++s)
     if (u.staged[s]) enqueue_copy(*u.staging[s].impl(), *u.inputs[s].impl(), u.staging[s].nbytes(), nullptr);

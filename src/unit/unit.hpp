@@ -84,8 +84,7 @@ std::vector<BufferImpl*> find_internal(const std::vector<ExecItem>& items, uint6
 // One item ready to enqueue: what the replay loop reads, nothing else.
 struct BoundItem {
   ItemKind kind = ItemKind::kernel;
-  bool dynamic = false;  // sizes depend on variables: `ld` is re-resolved when they change
-  LaunchDims ld;
+  LaunchDims ld;         // re-resolved by set_var when a variable in its sizes changes (var_sizes)
   DeviceImpl* dev = nullptr;
   std::unique_ptr<BackendKernel> kernel;
   BufferImpl* dst = nullptr;  // copy / upload: the entries' current buffers (re-pointed on rebinding)
