@@ -10,6 +10,9 @@ namespace detail {
 
 DeviceImpl::DeviceImpl() : allocator(std::make_unique<Allocator>(this)) {}
 DeviceImpl::~DeviceImpl() = default;
+void DeviceImpl::copy_peer(DeviceImpl& src_dev, NativeMem*, size_t, NativeMem*, size_t, size_t) {
+  throw Error("internal error: copy_peer from " + src_dev.info.id + " to " + info.id + ", which is not its async peer");
+}
 
 int debug_level() {
   static const int level = [] {

@@ -33,6 +33,12 @@ inline void enqueue_launch(DeviceImpl& dev, BackendKernel& k, const LaunchDims& 
 // platforms) the bytes go through `staging` (host memory of at least n bytes; null: a temporary).
 void enqueue_copy(BufferImpl& dst, BufferImpl& src, size_t n, unsigned char* staging);
 
+// dst <- src between two queues of one context, with no order between them: the caller orders
+// the queues (replay: src/unit/sync.cpp).
+inline void enqueue_peer_copy(BufferImpl& dst, BufferImpl& src, size_t n) {
+  dst.dev->copy_peer(*src.dev, dst.root()->mem, dst.offset, src.root()->mem, src.offset, n);
+}
+
 // A native call over its buffers' memory.
 inline void enqueue_native(DeviceImpl& dev, const NativeCall& call, NativeMem* const* mems, size_t n) { call.run(dev, mems, n); }
 

@@ -131,6 +131,14 @@ struct DeviceImpl : std::enable_shared_from_this<DeviceImpl> {
   virtual void copy(NativeMem* dst_root, size_t dst_off, NativeMem* src_root, size_t src_off, size_t n) = 0;
   // Copy from a root on another device; false when the backends cannot do it directly.
   virtual bool copy_from(DeviceImpl& src_dev, NativeMem* dst_root, size_t dst_off, NativeMem* src_root, size_t src_off, size_t n) = 0;
+  // Replay's cross-device copies (src/unit/sync.cpp): true when a copy from `src` can run on this
+  // queue asynchronously to src's queue (one context). The caller then orders the two queues with
+  // markers and barriers for exactly the items the copy depends on, and enqueues it by copy_peer.
+  virtual bool async_peer(const DeviceImpl& /*src*/) const { return false; }
+  virtual void copy_peer(DeviceImpl& src_dev, NativeMem* dst_root, size_t dst_off, NativeMem* src_root, size_t src_off, size_t n);
+  // Later work on this queue starts after `evs` (markers of this context's queues; null entries are
+  // skipped) have completed, without a host wait.
+  virtual void enqueue_barrier(NativeEvent* const* /*evs*/, uint32_t /*n*/) {}
   // Enqueues; with device_ns set, waits and reports the device time.
   virtual void launch(BackendKernel& k, uint32_t dims, const size_t* global, const size_t* local, uint64_t* device_ns) = 0;
   virtual void finish() = 0;

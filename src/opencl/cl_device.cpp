@@ -263,6 +263,27 @@ class ClDevice final : public DeviceImpl {
         st != CL_SUCCESS)
       cl::check(st, "clEnqueueCopyBuffer", std::to_string(n) + " bytes on " + info.id);
   }
+  bool async_peer(const DeviceImpl& src) const override {
+    auto* s = dynamic_cast<const ClDevice*>(&src);
+    return s && s != this && s->ctx() == ctx();
+  }
+  void copy_peer(DeviceImpl& src_dev, NativeMem* dst, size_t doff, NativeMem* src, size_t soff, size_t n) override {
+    if (cl_int st = clEnqueueCopyBuffer(queue(), cl::mem(src), cl::mem(dst), soff, doff, n, 0, nullptr, nullptr); st != CL_SUCCESS)
+      cl::check(st, "clEnqueueCopyBuffer", "cross-device copy of " + std::to_string(n) + " bytes " + src_dev.info.id + " -> " + info.id);
+  }
+  void enqueue_barrier(NativeEvent* const* evs, uint32_t n) override {
+    cl_event w[16];
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; ++i)
+      if (evs[i]) {
+        w[k++] = reinterpret_cast<cl_event>(evs[i]);
+        if (k == 16) {  // no allocation here: long lists become several barriers
+          cl::check(clEnqueueBarrierWithWaitList(queue(), k, w, nullptr), "clEnqueueBarrierWithWaitList", info.id);
+          k = 0;
+        }
+      }
+    if (k) cl::check(clEnqueueBarrierWithWaitList(queue(), k, w, nullptr), "clEnqueueBarrierWithWaitList", info.id);
+  }
   bool copy_from(DeviceImpl& src_dev, NativeMem* dst, size_t doff, NativeMem* src, size_t soff, size_t n) override {
     auto* s = dynamic_cast<ClDevice*>(&src_dev);
     if (!s || s->ctx() != ctx()) return false;

@@ -193,6 +193,22 @@ void bind_unit(UnitImpl& u) {
       }
     }
   }
+  // cross-device order
+  if (p.sync.slots) {
+    size_t most = 0;
+    for (BoundItem& x : b.items) {
+      const std::vector<uint32_t>& w = p.sync.waits[x.item];
+      x.peer = p.sync.peer[x.item] != 0;
+      x.signal = p.sync.signal[x.item];
+      x.wait_at = static_cast<uint32_t>(b.wait_slots.size());
+      x.wait_n = static_cast<uint32_t>(w.size());
+      b.wait_slots.insert(b.wait_slots.end(), w.begin(), w.end());
+      most = std::max(most, w.size());
+    }
+    for (const auto& e : p.sync.end) most = std::max(most, e.size());
+    b.events.assign(p.sync.slots, nullptr);
+    b.gather.assign(most, nullptr);
+  }
   // what a replay writes: storages of fixed and planned entries (each once), and input entries
   std::unordered_set<BufferImpl*> seen_roots;
   for (uint32_t e = 0; e < p.entries.size(); ++e) {

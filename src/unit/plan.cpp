@@ -333,6 +333,8 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
     if (it.kind == ItemKind::copy && devs.insert(it.src.impl()->dev.get()).second) u.devices.push_back(it.src.impl()->dev);
   }
 
+  u.sync = plan_sync(u);
+
   u.stats.items = n;
   u.stats.items_pruned = static_cast<size_t>(std::count(u.one_time.begin(), u.one_time.end(), true));
   u.stats.items_replayed = n - u.stats.items_pruned;

@@ -51,7 +51,10 @@ void check_inputs(UnitImpl& u) {
 static void run_item(BoundItem& b) {
   switch (b.kind) {
     case ItemKind::kernel: enqueue_launch(*b.dev, *b.kernel, b.ld, nullptr); return;
-    case ItemKind::copy: enqueue_copy(*b.dst, *b.src, b.n, b.staging); return;
+    case ItemKind::copy:
+      if (b.peer) enqueue_peer_copy(*b.dst, *b.src, b.n);
+      else enqueue_copy(*b.dst, *b.src, b.n, b.staging);
+      return;
     case ItemKind::upload: enqueue_upload(*b.dst, b.data, b.n, false); return;
     case ItemKind::native: enqueue_native(*b.dev, *b.call, b.mems, b.n); return;
   }
@@ -104,6 +107,33 @@ template <class Run> static void run_items(UnitImpl& u, Binding& b, Run run) {
   }
 }
 
+// Several devices of one context: the cross-device order of plan.sync around each item (see
+// sync.cpp). This replay's markers are released at the end, or when an enqueue fails.
+static void barrier(DeviceImpl& dev, Binding& b, const uint32_t* slots, size_t n) {
+  for (size_t i = 0; i < n; ++i) b.gather[i] = b.events[slots[i]];
+  dev.enqueue_barrier(b.gather.data(), static_cast<uint32_t>(n));
+}
+
+template <class Run> static void run_items_synced(UnitImpl& u, Binding& b, Run run) {
+  const CrossSync& s = u.plan.sync;
+  struct Release {
+    UnitImpl& u;
+    Binding& b;
+    ~Release() {
+      for (size_t i = 0; i < b.events.size(); ++i)
+        if (b.events[i]) u.plan.devices[u.plan.sync.slot_device[i]]->release_event(std::exchange(b.events[i], nullptr));
+    }
+  } release{u, b};
+  for (auto [d, slot] : s.start) b.events[slot] = u.plan.devices[d]->enqueue_marker();
+  run_items(u, b, [&](BoundItem& x) {
+    if (x.wait_n) barrier(*x.dev, b, &b.wait_slots[x.wait_at], x.wait_n);
+    run(x);
+    if (x.signal >= 0) b.events[x.signal] = x.dev->enqueue_marker();
+  });
+  for (size_t d = 0; d < s.end.size(); ++d)
+    if (!s.end[d].empty()) barrier(*u.plan.devices[d], b, s.end[d].data(), s.end[d].size());
+}
+
 UnitImpl::~UnitImpl() { wait_in_flight(); }
 
 void UnitImpl::wait_in_flight() noexcept {
@@ -143,8 +173,9 @@ void run_unit(UnitImpl& u) {
       }
   for (uint32_t s = 0; s < u.staged.size(); ++s)
     if (u.staged[s]) enqueue_copy(*u.staging[s].impl(), *u.inputs[s].impl(), u.staging[s].nbytes(), nullptr);
-  if (debug) run_items(u, b, [&](BoundItem& x) { run_item_debug(u.plan, x); });
-  else if (trace_active()) run_items(u, b, [&](BoundItem& x) { run_item_traced(u.plan, x); });
+  if (debug) run_items_synced(u, b, [&](BoundItem& x) { run_item_debug(u.plan, x); });
+  else if (trace_active()) run_items_synced(u, b, [&](BoundItem& x) { run_item_traced(u.plan, x); });
+  else if (u.plan.sync.slots) run_items_synced(u, b, run_item);
   else run_items(u, b, run_item);
   for (BufferImpl* r : b.written_roots) r->version.fetch_add(1, std::memory_order_acq_rel);
   for (uint32_t e : b.written_entries) b.current[e].impl()->bump();

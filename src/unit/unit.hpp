@@ -44,6 +44,18 @@ struct PlanStep {
   bool cross_device = false;      // copy between two devices
 };
 
+// Order between devices on replay (sync.cpp): markers after some items, barriers before others,
+// so that a copy between two devices of one context waits only for what it depends on.
+struct CrossSync {
+  uint32_t slots = 0;                                // events per replay (0: nothing to order)
+  std::vector<int32_t> signal;                       // per item: slot of a marker enqueued after it, or -1
+  std::vector<std::vector<uint32_t>> waits;          // per item: slots a barrier before it waits for
+  std::vector<uint8_t> peer;                         // per item: a copy enqueued by copy_peer
+  std::vector<std::pair<uint32_t, uint32_t>> start;  // (device index, slot): markers before the items
+  std::vector<std::vector<uint32_t>> end;            // per device index: slots a barrier after the items waits for
+  std::vector<uint32_t> slot_device;                 // per slot: index of the device that makes its event
+};
+
 struct Plan {
   UnitOptions opt;
   std::vector<ExecItem> items;  // as captured, planned temps replaced by placeholders
@@ -64,6 +76,7 @@ struct Plan {
   std::vector<BufferImpl*> internal;               // roots created in the capture that nothing outside refers to
   std::vector<BufferImpl*> fresh_output_roots;     // outputs created during the capture
   std::vector<std::shared_ptr<DeviceImpl>> devices;
+  CrossSync sync;
   std::vector<std::string> keep_notes;             // ENCORE_DEBUG=1: why items that look one-time are kept
   UnitStats stats;
 
@@ -77,6 +90,10 @@ struct Plan {
 // that cannot be replayed (refused here, never at a later call).
 Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vector<Buffer> outputs, UnitOptions opt,
                std::vector<BufferImpl*> internal, const std::vector<uint64_t>& capture_ids);
+
+// sync.cpp: the device whose queue runs an item, and the cross-device order of a plan.
+const DeviceImpl* queue_of(const ExecItem& it);
+CrossSync plan_sync(const Plan& p);
 
 // Roots created during capture `capture_id` that no handle outside `items` refers to.
 std::vector<BufferImpl*> find_internal(const std::vector<ExecItem>& items, uint64_t capture_id);
@@ -95,6 +112,9 @@ struct BoundItem {
   const NativeCall* call = nullptr;  // native: the call and its buffers' memory (in the binding)
   NativeMem** mems = nullptr;
   uint32_t item = 0;                 // index in the plan
+  bool peer = false;                 // a copy between queues of one context, ordered by events (sync.cpp)
+  int32_t signal = -1;               // cross-device order: event slot set after it runs
+  uint32_t wait_at = 0, wait_n = 0;  // its slots in Binding::wait_slots
 };
 
 struct KernelUse {
@@ -120,6 +140,9 @@ struct Binding {
   std::vector<NativeMem*> native_mems;          // native items' buffers (sized once: items point into it)
   std::vector<BufferImpl*> written_roots;       // bumped after each replay (fixed and planned storages)
   std::vector<uint32_t> written_entries;        // input entries written (their storage follows the inputs)
+  // cross-device order (plan.sync): this replay's events by slot, and a buffer to gather wait lists
+  std::vector<uint32_t> wait_slots;
+  std::vector<NativeEvent*> events, gather;
 };
 
 struct UnitImpl {

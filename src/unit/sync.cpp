@@ -1,0 +1,151 @@
+// Order between devices on replay. Each device runs its items in step order on its one in-order
+// queue, so only copies between two devices of one context (run on the destination's queue while
+// the source's queue goes on) need ordering, and each gets exactly its dependencies:
+//   - it starts after the last item on the source device that wrote the bytes it reads (a marker
+//     after that item; a marker at the start of the replay when no item of this replay wrote them);
+//   - the first later item on the source device that overwrites those bytes starts after it;
+//     when no item does, a barrier at the end of the replay does, so work after the replay (the
+//     next replay, eager work) never overwrites bytes the copy has still to read.
+// Every other item runs as soon as its own queue reaches it: independent work on two devices
+// overlaps. Every write to a buffer happens on its own device's queue (kernels and native calls
+// take only buffers of their device; copies run on the destination's queue), which is what makes
+// "the items on the source device" the complete set of writers. Copies between contexts go
+// through host memory with blocking calls and need nothing here.
+#include <algorithm>
+
+#include "unit/unit.hpp"
+
+namespace encore::detail {
+
+namespace {
+
+// Where an entry's bytes live on replay, in terms that stay true when inputs are rebound.
+struct Region {
+  PlanEntry::Kind kind;
+  const void* root = nullptr;  // fixed: the storage
+  uint32_t slot = 0;           // input: its slot; planned: its arena
+  uint64_t lo = 0, hi = 0;
+  const DeviceImpl* dev = nullptr;
+};
+
+Region region_of(const PlanEntry& e) {
+  const BufferImpl* b = e.captured.impl();
+  Region r{e.kind, nullptr, e.slot, 0, 0, b->dev.get()};
+  switch (e.kind) {
+    case PlanEntry::Kind::fixed: r.root = b->base ? b->base.get() : b; r.lo = b->offset; break;
+    case PlanEntry::Kind::input:
+    case PlanEntry::Kind::planned: r.lo = e.rel; break;
+  }
+  r.hi = r.lo + b->nbytes;
+  return r;
+}
+
+bool overlap(const Region& a, const Region& b) { return a.lo < b.hi && b.lo < a.hi; }
+
+// May the two regions share bytes on replay? Inputs are checked at bind_input to overlap each
+// other exactly as at capture; an input and fixed state on one device count as sharing (nothing
+// checks they do not); the arena is private.
+bool conflict(const Plan& p, const Region& a, const Region& b) {
+  using K = PlanEntry::Kind;
+  if (a.kind == K::fixed && b.kind == K::fixed) return a.root == b.root && overlap(a, b);
+  if (a.kind == K::planned && b.kind == K::planned) return a.slot == b.slot && overlap(a, b);
+  if (a.kind == K::input && b.kind == K::input) return a.slot == b.slot ? overlap(a, b) : p.captured_overlap[a.slot][b.slot] != 0;
+  if ((a.kind == K::input && b.kind == K::fixed) || (a.kind == K::fixed && b.kind == K::input)) return a.dev == b.dev;
+  return false;
+}
+
+}  // namespace
+
+const DeviceImpl* queue_of(const ExecItem& it) {
+  switch (it.kind) {
+    case ItemKind::kernel: return it.kernel.impl()->program->dev.get();
+    case ItemKind::native: return it.native->dev.get();
+    case ItemKind::copy:
+    case ItemKind::upload: return it.dst.impl()->dev.get();
+  }
+  return nullptr;
+}
+
+CrossSync plan_sync(const Plan& p) {
+  CrossSync s;
+  const uint32_t n = static_cast<uint32_t>(p.items.size());
+  s.signal.assign(n, -1);
+  s.waits.resize(n);
+  s.peer.assign(n, 0);
+  s.end.resize(p.devices.size());
+  bool any = false;
+  for (uint32_t i = 0; i < n; ++i) {
+    const ExecItem& it = p.items[i];
+    if (it.kind == ItemKind::copy && p.steps[i].cross_device && it.dst.impl()->dev->async_peer(*it.src.impl()->dev)) s.peer[i] = any = true;
+  }
+  if (!any) return s;
+
+  // what each item writes, and on which queue it runs
+  std::vector<const DeviceImpl*> queue(n);
+  std::vector<std::vector<Region>> writes(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    const ExecItem& it = p.items[i];
+    const PlanStep& st = p.steps[i];
+    queue[i] = queue_of(it);
+    if (it.kind == ItemKind::kernel || it.kind == ItemKind::native) {
+      for (uint32_t a = 0; a < it.args.size(); ++a)
+        if (it.args[a].kind == Arg::Kind::buffer && has(it.args[a].access, Access::out)) writes[i].push_back(region_of(p.entries[st.arg_ref[a]]));
+    } else {
+      writes[i].push_back(region_of(p.entries[st.dst]));
+    }
+  }
+  auto device_index = [&](const DeviceImpl* d) {
+    return static_cast<uint32_t>(std::find_if(p.devices.begin(), p.devices.end(), [&](auto& x) { return x.get() == d; }) - p.devices.begin());
+  };
+  auto new_slot = [&](uint32_t device) {
+    s.slot_device.push_back(device);
+    return s.slots++;
+  };
+  auto signal = [&](uint32_t i) {
+    if (s.signal[i] < 0) s.signal[i] = static_cast<int32_t>(new_slot(device_index(queue[i])));
+    return static_cast<uint32_t>(s.signal[i]);
+  };
+  std::vector<int32_t> start_slot(p.devices.size(), -1);
+  auto writes_into = [&](uint32_t j, const Region& r) {
+    return std::any_of(writes[j].begin(), writes[j].end(), [&](const Region& w) { return conflict(p, w, r); });
+  };
+  for (uint32_t c = 0; c < n; ++c) {
+    if (!s.peer[c]) continue;
+    const Region read = region_of(p.entries[p.steps[c].src]);
+    const DeviceImpl* from = p.items[c].src.impl()->dev.get();
+    // the writers before it on the source queue, back to the last one every replay runs (one-time
+    // items run only when rebuilt; a marker after one that did not run is skipped)
+    bool covered = false;
+    for (uint32_t j = c; j-- > 0;)
+      if (queue[j] == from && writes_into(j, read)) {
+        s.waits[c].push_back(signal(j));
+        if (!p.one_time[j]) {
+          covered = true;
+          break;
+        }
+      }
+    if (!covered) {
+      uint32_t d = device_index(from);
+      if (start_slot[d] < 0) {
+        start_slot[d] = static_cast<int32_t>(new_slot(d));
+        s.start.push_back({d, static_cast<uint32_t>(start_slot[d])});
+      }
+      s.waits[c].push_back(static_cast<uint32_t>(start_slot[d]));
+    }
+    // the overwriters after it on the source queue, up to the first one every replay runs
+    covered = false;
+    for (uint32_t j = c + 1; j < n && !covered; ++j)
+      if (queue[j] == from && writes_into(j, read)) {
+        s.waits[j].push_back(signal(c));
+        covered = !p.one_time[j];
+      }
+    if (!covered) s.end[device_index(from)].push_back(signal(c));
+  }
+  for (auto& w : s.waits) {
+    std::sort(w.begin(), w.end());
+    w.erase(std::unique(w.begin(), w.end()), w.end());
+  }
+  return s;
+}
+
+}  // namespace encore::detail
