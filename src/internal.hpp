@@ -128,6 +128,12 @@ struct DeviceImpl : std::enable_shared_from_this<DeviceImpl> {
   virtual void free_view(NativeMem* view) = 0;
   virtual void write(NativeMem* root, size_t offset, const void* src, size_t n, bool blocking) = 0;
   virtual void read(NativeMem* root, size_t offset, void* dst, size_t n) = 0;
+  // A read that does not wait: `dst` holds the bytes once the returned event completes (null: the
+  // read is complete already). The caller waits for and releases the event.
+  virtual NativeEvent* read_async(NativeMem* root, size_t offset, void* dst, size_t n) {
+    read(root, offset, dst, n);
+    return nullptr;
+  }
   virtual void copy(NativeMem* dst_root, size_t dst_off, NativeMem* src_root, size_t src_off, size_t n) = 0;
   // Copy from a root on another device; false when the backends cannot do it directly.
   virtual bool copy_from(DeviceImpl& src_dev, NativeMem* dst_root, size_t dst_off, NativeMem* src_root, size_t src_off, size_t n) = 0;

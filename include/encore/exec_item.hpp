@@ -72,6 +72,15 @@ struct NativeCall {
   virtual ~NativeCall() = default;
   // Enqueues the work on `dev`'s queue over the buffers' memory, in argument order.
   virtual void run(detail::DeviceImpl& dev, detail::NativeMem* const* mems, size_t n) const = 0;
+  // Split-phase work (a collective): on replay begin() runs at the item's place and must not wait
+  // for the device; finish() runs just before the first later item that touches the same buffers
+  // (or at the end of the step), so items in between that do not depend on it are enqueued first
+  // and overlap with it. Finishes run in the order of the items. run() equals begin(); finish().
+  // cancel() drops a begun call after an error elsewhere in the step.
+  virtual bool split() const { return false; }
+  virtual void begin(detail::DeviceImpl& dev, detail::NativeMem* const* mems, size_t n) const { run(dev, mems, n); }
+  virtual void finish(detail::DeviceImpl& /*dev*/, detail::NativeMem* const* /*mems*/, size_t /*n*/) const {}
+  virtual void cancel(detail::DeviceImpl& /*dev*/) const noexcept {}
   std::shared_ptr<detail::DeviceImpl> dev;
 };
 

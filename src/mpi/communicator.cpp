@@ -16,6 +16,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "encore/device.hpp"
@@ -100,20 +101,53 @@ struct CollectiveCall final : NativeCall {
   size_t count = 0, nbytes = 0;
   mutable std::vector<unsigned char> staging;  // this rank's bytes, then the result
   mutable std::vector<unsigned char> gathered; // rank 0 of an allreduce: every rank's bytes, in rank order
+  mutable detail::NativeEvent* reading = nullptr;  // begun: the read into staging
 
+  // Split phase: replay enqueues the read at the item's place and does MPI and the write back only
+  // before the first later item that touches the buffer, so independent items are queued first and
+  // the device runs them while this rank waits for the others.
+  bool split() const override { return true; }
+  ~CollectiveCall() override {
+    if (dev) cancel(*dev);
+  }
   void run(detail::DeviceImpl& d, detail::NativeMem* const* mems, size_t n) const override {
+    begin(d, mems, n);
+    finish(d, mems, n);
+  }
+  void begin(detail::DeviceImpl& d, detail::NativeMem* const* mems, size_t n) const override {
     if (n != 1) throw ArgumentError("encore::Communicator: a collective takes one buffer");
+    cancel(d);
+    if (nbytes == 0 || (kind == Kind::broadcast && comm->rank != root)) return;
+    reading = d.read_async(mems[0], 0, staging.data(), nbytes);  // after the work queued before it
+  }
+  void cancel(detail::DeviceImpl& d) const noexcept override {
+    if (!reading) return;
+    try {
+      d.wait_event(reading);  // the device may still be writing staging
+    } catch (...) {
+    }
+    d.release_event(std::exchange(reading, nullptr));
+  }
+  void finish(detail::DeviceImpl& d, detail::NativeMem* const* mems, size_t) const override {
     if (nbytes == 0) return;
+    if (reading) {
+      detail::NativeEvent* ev = std::exchange(reading, nullptr);
+      try {
+        d.wait_event(ev);
+      } catch (...) {
+        d.release_event(ev);
+        throw;
+      }
+      d.release_event(ev);
+    }
     if (!mpi_alive()) throw DeviceError("encore::Communicator: MPI is not initialized or already finalized");
     MPI_Comm c = comm->comm;
     const int bytes = static_cast<int>(nbytes);
     if (kind == Kind::broadcast) {
-      if (comm->rank == root) d.read(mems[0], 0, staging.data(), nbytes);
       check(MPI_Bcast(staging.data(), bytes, MPI_BYTE, root, c), "MPI_Bcast");
       if (comm->rank != root) d.write(mems[0], 0, staging.data(), nbytes, true);
       return;
     }
-    d.read(mems[0], 0, staging.data(), nbytes);  // blocking: after the work queued before it
     check(MPI_Gather(staging.data(), bytes, MPI_BYTE, comm->rank == 0 ? gathered.data() : nullptr, bytes, MPI_BYTE, 0, c),
           "MPI_Gather");
     if (comm->rank == 0) reduce();

@@ -258,6 +258,13 @@ class ClDevice final : public DeviceImpl {
     if (cl_int st = clEnqueueReadBuffer(queue(), cl::mem(root), CL_TRUE, off, n, dst, 0, nullptr, nullptr); st != CL_SUCCESS)
       cl::check(st, "clEnqueueReadBuffer", std::to_string(n) + " bytes on " + info.id);
   }
+  NativeEvent* read_async(NativeMem* root, size_t off, void* dst, size_t n) override {
+    cl_event ev = nullptr;
+    if (cl_int st = clEnqueueReadBuffer(queue(), cl::mem(root), CL_FALSE, off, n, dst, 0, nullptr, &ev); st != CL_SUCCESS)
+      cl::check(st, "clEnqueueReadBuffer", std::to_string(n) + " bytes on " + info.id);
+    clFlush(queue());
+    return reinterpret_cast<NativeEvent*>(ev);
+  }
   void copy(NativeMem* dst, size_t doff, NativeMem* src, size_t soff, size_t n) override {
     if (cl_int st = clEnqueueCopyBuffer(queue(), cl::mem(src), cl::mem(dst), soff, doff, n, 0, nullptr, nullptr);
         st != CL_SUCCESS)

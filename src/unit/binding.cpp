@@ -193,6 +193,20 @@ void bind_unit(UnitImpl& u) {
       }
     }
   }
+  // split-phase items
+  if (p.sync.ordered()) {
+    std::vector<uint32_t> bound_of(n);
+    for (uint32_t bi = 0; bi < b.items.size(); ++bi) bound_of[b.items[bi].item] = bi;
+    size_t splits = 0;
+    for (BoundItem& x : b.items) {
+      x.split = p.sync.split[x.item] != 0;
+      splits += x.split;
+      x.finish_at = static_cast<uint32_t>(b.finish_list.size());
+      x.finish_n = static_cast<uint32_t>(p.sync.finish_before[x.item].size());
+      for (uint32_t c : p.sync.finish_before[x.item]) b.finish_list.push_back(bound_of[c]);
+    }
+    b.pending.reserve(splits);
+  }
   // cross-device order
   if (p.sync.slots) {
     size_t most = 0;

@@ -1,6 +1,7 @@
 // The replay loop: a flat pass over the bound items through the shared enqueue path. Every check
 // happened before (at bind, bind_input, bind_var, check_inputs): a replay enqueues the whole step.
 // No allocation, lookup or compile here.
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -56,7 +57,10 @@ static void run_item(BoundItem& b) {
       else enqueue_copy(*b.dst, *b.src, b.n, b.staging);
       return;
     case ItemKind::upload: enqueue_upload(*b.dst, b.data, b.n, false); return;
-    case ItemKind::native: enqueue_native(*b.dev, *b.call, b.mems, b.n); return;
+    case ItemKind::native:
+      if (b.split) b.call->begin(*b.dev, b.mems, b.n);  // finished by run_items_ordered
+      else enqueue_native(*b.dev, *b.call, b.mems, b.n);
+      return;
   }
 }
 
@@ -107,14 +111,27 @@ template <class Run> static void run_items(UnitImpl& u, Binding& b, Run run) {
   }
 }
 
-// Several devices of one context: the cross-device order of plan.sync around each item (see
-// sync.cpp). This replay's markers are released at the end, or when an enqueue fails.
+// plan.sync around each item (see sync.cpp): barriers and markers between devices of one context,
+// and split-phase native items finished where their results are first needed. This replay's
+// markers are released at the end, or when an enqueue fails; begun split items are then cancelled.
 static void barrier(DeviceImpl& dev, Binding& b, const uint32_t* slots, size_t n) {
   for (size_t i = 0; i < n; ++i) b.gather[i] = b.events[slots[i]];
   dev.enqueue_barrier(b.gather.data(), static_cast<uint32_t>(n));
 }
 
-template <class Run> static void run_items_synced(UnitImpl& u, Binding& b, Run run) {
+// Finishes begun split items in begin order through bound item `last` (all of them: UINT32_MAX).
+static void finish_through(Binding& b, uint32_t last) {
+  if (last != UINT32_MAX && std::find(b.pending.begin() + static_cast<std::ptrdiff_t>(b.pending_head), b.pending.end(), last) == b.pending.end())
+    return;  // not begun in this replay (one-time), or finished already
+  while (b.pending_head < b.pending.size()) {
+    uint32_t f = b.pending[b.pending_head++];
+    BoundItem& y = b.items[f];
+    y.call->finish(*y.dev, y.mems, y.n);
+    if (f == last) return;
+  }
+}
+
+template <class Run> static void run_items_ordered(UnitImpl& u, Binding& b, Run run) {
   const CrossSync& s = u.plan.sync;
   struct Release {
     UnitImpl& u;
@@ -122,14 +139,23 @@ template <class Run> static void run_items_synced(UnitImpl& u, Binding& b, Run r
     ~Release() {
       for (size_t i = 0; i < b.events.size(); ++i)
         if (b.events[i]) u.plan.devices[u.plan.sync.slot_device[i]]->release_event(std::exchange(b.events[i], nullptr));
+      for (; b.pending_head < b.pending.size(); ++b.pending_head) {
+        BoundItem& y = b.items[b.pending[b.pending_head]];
+        y.call->cancel(*y.dev);
+      }
+      b.pending.clear();
+      b.pending_head = 0;
     }
   } release{u, b};
   for (auto [d, slot] : s.start) b.events[slot] = u.plan.devices[d]->enqueue_marker();
   run_items(u, b, [&](BoundItem& x) {
+    for (uint32_t k = 0; k < x.finish_n; ++k) finish_through(b, b.finish_list[x.finish_at + k]);
     if (x.wait_n) barrier(*x.dev, b, &b.wait_slots[x.wait_at], x.wait_n);
     run(x);
+    if (x.split) b.pending.push_back(static_cast<uint32_t>(&x - b.items.data()));
     if (x.signal >= 0) b.events[x.signal] = x.dev->enqueue_marker();
   });
+  finish_through(b, UINT32_MAX);
   for (size_t d = 0; d < s.end.size(); ++d)
     if (!s.end[d].empty()) barrier(*u.plan.devices[d], b, s.end[d].data(), s.end[d].size());
 }
@@ -173,9 +199,9 @@ void run_unit(UnitImpl& u) {
       }
   for (uint32_t s = 0; s < u.staged.size(); ++s)
     if (u.staged[s]) enqueue_copy(*u.staging[s].impl(), *u.inputs[s].impl(), u.staging[s].nbytes(), nullptr);
-  if (debug) run_items_synced(u, b, [&](BoundItem& x) { run_item_debug(u.plan, x); });
-  else if (trace_active()) run_items_synced(u, b, [&](BoundItem& x) { run_item_traced(u.plan, x); });
-  else if (u.plan.sync.slots) run_items_synced(u, b, run_item);
+  if (debug) run_items_ordered(u, b, [&](BoundItem& x) { run_item_debug(u.plan, x); });
+  else if (trace_active()) run_items_ordered(u, b, [&](BoundItem& x) { run_item_traced(u.plan, x); });
+  else if (u.plan.sync.ordered()) run_items_ordered(u, b, run_item);
   else run_items(u, b, run_item);
   for (BufferImpl* r : b.written_roots) r->version.fetch_add(1, std::memory_order_acq_rel);
   for (uint32_t e : b.written_entries) b.current[e].impl()->bump();

@@ -66,6 +66,42 @@ const DeviceImpl* queue_of(const ExecItem& it) {
   return nullptr;
 }
 
+// Split-phase native items: each finishes before the first later item that touches any of its
+// buffers (every replay runs that item; one-time items before it also finish it when they run).
+static void plan_split(const Plan& p, CrossSync& s) {
+  const uint32_t n = static_cast<uint32_t>(p.items.size());
+  s.split.assign(n, 0);
+  s.finish_before.resize(n);
+  std::vector<std::vector<Region>> touches(n);
+  bool any = false;
+  for (uint32_t i = 0; i < n; ++i) {
+    const ExecItem& it = p.items[i];
+    const PlanStep& st = p.steps[i];
+    s.split[i] = it.kind == ItemKind::native && it.native->split();
+    any = any || s.split[i];
+    if (it.kind == ItemKind::kernel || it.kind == ItemKind::native) {
+      for (uint32_t a = 0; a < it.args.size(); ++a)
+        if (it.args[a].kind == Arg::Kind::buffer) touches[i].push_back(region_of(p.entries[st.arg_ref[a]]));
+    } else {
+      touches[i].push_back(region_of(p.entries[st.dst]));
+      if (it.kind == ItemKind::copy) touches[i].push_back(region_of(p.entries[st.src]));
+    }
+  }
+  s.any_split = any;
+  if (!any) return;
+  for (uint32_t c = 0; c < n; ++c) {
+    if (!s.split[c]) continue;
+    for (uint32_t j = c + 1; j < n; ++j) {
+      bool dep = false;
+      for (const Region& a : touches[c])
+        for (const Region& b : touches[j]) dep = dep || conflict(p, a, b);
+      if (!dep) continue;
+      s.finish_before[j].push_back(c);
+      if (!p.one_time[j]) break;
+    }
+  }
+}
+
 CrossSync plan_sync(const Plan& p) {
   CrossSync s;
   const uint32_t n = static_cast<uint32_t>(p.items.size());
@@ -73,6 +109,7 @@ CrossSync plan_sync(const Plan& p) {
   s.waits.resize(n);
   s.peer.assign(n, 0);
   s.end.resize(p.devices.size());
+  plan_split(p, s);
   bool any = false;
   for (uint32_t i = 0; i < n; ++i) {
     const ExecItem& it = p.items[i];

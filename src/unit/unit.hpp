@@ -54,6 +54,12 @@ struct CrossSync {
   std::vector<std::pair<uint32_t, uint32_t>> start;  // (device index, slot): markers before the items
   std::vector<std::vector<uint32_t>> end;            // per device index: slots a barrier after the items waits for
   std::vector<uint32_t> slot_device;                 // per slot: index of the device that makes its event
+  // split-phase native items (collectives): begun at their place, finished before the first later
+  // item that touches their buffers, or at the end
+  std::vector<uint8_t> split;                        // per item
+  std::vector<std::vector<uint32_t>> finish_before;  // per item: split items to finish first
+  bool any_split = false;
+  bool ordered() const { return slots != 0 || any_split; }
 };
 
 struct Plan {
@@ -113,6 +119,8 @@ struct BoundItem {
   NativeMem** mems = nullptr;
   uint32_t item = 0;                 // index in the plan
   bool peer = false;                 // a copy between queues of one context, ordered by events (sync.cpp)
+  bool split = false;                // a split-phase native call: begun here, finished later
+  uint32_t finish_at = 0, finish_n = 0;  // split items to finish before this one: Binding::finish_list
   int32_t signal = -1;               // cross-device order: event slot set after it runs
   uint32_t wait_at = 0, wait_n = 0;  // its slots in Binding::wait_slots
 };
@@ -143,6 +151,10 @@ struct Binding {
   // cross-device order (plan.sync): this replay's events by slot, and a buffer to gather wait lists
   std::vector<uint32_t> wait_slots;
   std::vector<NativeEvent*> events, gather;
+  // split-phase items: bound indexes to finish before each item; those begun and not yet finished
+  // (in begin order, which is the order they finish in)
+  std::vector<uint32_t> finish_list, pending;
+  size_t pending_head = 0;
 };
 
 struct UnitImpl {

@@ -10,15 +10,21 @@
 #endif
 #include <mpi.h>
 
+#include <CL/cl.h>
+
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "encore/communicator.hpp"
 #include "encore/encore.hpp"
+#include "encore/opencl.hpp"
 
 using encore::Buffer;
 using encore::Communicator;
@@ -145,6 +151,46 @@ void jit_step(const encore::Device& dev, const encore::Kernel& grad, const encor
   check(found, "allreduce(mean) recorded as a native item");
 }
 
+// (e) on replay, items after the collective that do not touch its buffer are enqueued before the
+// collective waits for the other ranks (here: rank 1 comes 400 ms late; a probe item that runs on
+// the host when it is enqueued must run on rank 0 without waiting for it), and the item that reads
+// the reduced buffer still sees the result (replay == eager, identical on every rank).
+void independent_items_do_not_wait(const encore::Device& dev, const encore::Kernel& grad, const encore::Kernel& update,
+                                   const Communicator& comm) {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point probed{};
+  Buffer token = dev.alloc<float>(N);
+  auto step = [&](const Buffer& x, const Buffer& w) {
+    Buffer g = dev.alloc<float>(N);
+    dev.launch(grad, {N}, {}, x, g, static_cast<float>(comm.rank() + 1));
+    comm.allreduce(g, ReduceOp::sum);
+    Buffer z = dev.alloc<float>(N);
+    dev.launch(update, {N}, {}, w, x, z, 0.5f);  // independent of g
+    encore::opencl::enqueue_native(dev, [&](cl_command_queue, std::span<const cl_mem>) { probed = Clock::now(); }, {encore::in(token)}, "probe");
+    Buffer y = dev.alloc<float>(N);
+    dev.launch(update, {N}, {}, w, g, y, 0.25f);  // reads the reduced g
+    return std::make_pair(y, z);
+  };
+  encore::TinyJit jit(step);
+  Buffer x = dev.alloc<float>(N), w = dev.alloc<float>(N);
+  w.copyin(input(0, 7));
+  for (int i = 0; i < 5; ++i) {
+    x.copyin(input(comm.rank(), i));
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (i == 4 && comm.rank() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    Clock::time_point t0 = Clock::now();
+    auto [y, z] = jit(x, w);
+    double probe_ms = std::chrono::duration<double, std::milli>(probed - t0).count();
+    std::vector<float> got_y = y.copyout<float>(), got_z = z.copyout<float>();
+    auto [ey, ez] = step(x, w);
+    check(same_bytes(got_y, ey.copyout<float>()) && same_bytes(got_z, ez.copyout<float>()), "independent items: call " + std::to_string(i) + ": jit == eager");
+    check(identical_on_all_ranks(got_y, comm.size()), "independent items: call " + std::to_string(i) + ": identical on all ranks");
+    if (i == 4 && comm.rank() == 0)
+      check(probe_ms < 200, "a replayed item independent of the allreduce was enqueued " + std::to_string(probe_ms) +
+                                " ms into the call: it waited for the late rank");
+  }
+}
+
 // (c) the collective runs on every replay even with nothing after it: an i32 input reduced in place
 // (sum) on the NULL device, so its value grows by a factor of size every call.
 void runs_every_replay(const Communicator& comm) {
@@ -205,6 +251,7 @@ int main() {
     encore::Kernel grad = prog.kernel("grad"), update = prog.kernel("update");
     eager_matches_host(dev, grad, comm);
     jit_step(dev, grad, update, comm);
+    independent_items_do_not_wait(dev, grad, update, comm);
     runs_every_replay(comm);
     broadcast_and_errors(comm);
   } catch (const std::exception& e) {
