@@ -13,6 +13,9 @@ DeviceImpl::~DeviceImpl() = default;
 void DeviceImpl::copy_peer(DeviceImpl& src_dev, NativeMem*, size_t, NativeMem*, size_t, size_t) {
   throw Error("internal error: copy_peer from " + src_dev.info.id + " to " + info.id + ", which is not its async peer");
 }
+std::vector<std::shared_ptr<DeviceImpl>> DeviceImpl::split(unsigned) {
+  throw DeviceError("Device::split: " + info.id + " (" + info.name + ") cannot be split into sub-devices");
+}
 
 int debug_level() {
   static const int level = [] {
@@ -95,6 +98,14 @@ Device Device::open(std::string_view name_in) {
 }
 
 std::vector<DeviceInfo> Device::list() { return detail::list_opencl(); }
+
+std::vector<Device> Device::split(unsigned parts) const {
+  if (!impl_) throw ArgumentError("use of a null Device");
+  if (parts == 0) throw ArgumentError("Device::split: parts must be at least 1 (splitting " + impl_->info.id + ")");
+  std::vector<Device> out;
+  for (auto& d : impl_->split(parts)) out.emplace_back(std::move(d));
+  return out;
+}
 
 static detail::DeviceImpl& need(const std::shared_ptr<detail::DeviceImpl>& d) {
   if (!d) throw ArgumentError("use of a null Device");

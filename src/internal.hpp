@@ -174,6 +174,8 @@ struct DeviceImpl : std::enable_shared_from_this<DeviceImpl> {
   virtual BuildResult build(const std::string& source, const std::string& options, const std::vector<unsigned char>* binary,
                             const std::vector<KernelSignature>* cached_signatures) = 0;
   virtual std::string cache_key_prefix() const = 0;  // device name + driver version
+  // `parts` new sub-devices (Device::split); DeviceError where the backend cannot split.
+  virtual std::vector<std::shared_ptr<DeviceImpl>> split(unsigned parts);
 };
 
 class Allocator {

@@ -100,8 +100,13 @@ struct Gen {
   std::vector<bool> defined;     // per value: readable
   std::vector<int> protect;      // states never written by generic ops (table sources, late-table states)
   bool input_writable = false;
+  int cur = 0;                   // the device new values go to and operands come from
 
   Gen(Prog& prog, uint64_t seed, const GenOptions& opt) : p(prog), r(seed * 0x9E3779B97F4A7C15ull + 12345), o(opt) {}
+
+  // Draws nothing with one device, so a seed gives the same program as before devices existed.
+  int pick_dev() { return p.devices > 1 ? rnd(0, p.devices - 1) : 0; }
+  int dev_of(int v) const { return p.values[static_cast<size_t>(v)].dev; }
 
   int rnd(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(r); }
   bool chance(double q) { return std::uniform_real_distribution<double>(0, 1)(r) < q; }
@@ -135,6 +140,7 @@ struct Gen {
     v.index = static_cast<int>(p.state_vals.size());
     v.count = count;
     v.ty = ty;
+    v.dev = cur;
     int id = add_value(v);
     p.state_vals.push_back(id);
     p.state_init.push_back(std::move(init));
@@ -142,7 +148,7 @@ struct Gen {
     return id;
   }
   int new_temp(int count, Ty ty = Ty::f32) {
-    int id = p.add_temp(count, ty);
+    int id = p.add_temp(count, ty, cur);
     defined.push_back(false);
     return id;
   }
@@ -153,15 +159,23 @@ struct Gen {
     return id;
   }
 
-  std::vector<int> readable(int count) const {
+  // defined f32 values of `count` on device `dev` (the current one by default)
+  std::vector<int> readable(int count, int dev = -1) const {
+    if (dev < 0) dev = cur;
     std::vector<int> v;
     for (size_t i = 0; i < p.values.size(); ++i)
-      if (defined[i] && p.values[i].count == count && p.values[i].ty == Ty::f32) v.push_back(static_cast<int>(i));
+      if (defined[i] && p.values[i].count == count && p.values[i].ty == Ty::f32 && p.values[i].dev == dev) v.push_back(static_cast<int>(i));
     return v;
   }
-  // A readable f32 value of `count`, making a view or a fresh upload when there is none.
+  // A readable f32 value of `count` on the current device: one there, or (several devices) a copy
+  // into a new temp of one on another device, else a view or a fresh upload.
   int operand(int count) {
     std::vector<int> v = readable(count);
+    if (p.devices > 1) {
+      int other = (cur + rnd(1, p.devices - 1)) % p.devices;
+      std::vector<int> far = readable(count, other);
+      if (!far.empty() && (v.empty() || chance(0.3))) return cross_copy(pick(far));
+    }
     if (!v.empty()) return pick(v);
     if (count == p.M && o.allow_views) {
       std::vector<int> big = readable(p.N);
@@ -172,11 +186,30 @@ struct Gen {
     }
     return upload_temp(count);
   }
+  // a copy item dst <- src on the current device (dst's); src may be on another device
+  void push_copy(int dst, int src) {
+    Op op;
+    op.kind = Op::copy;
+    op.v = dst;
+    op.src = src;
+    op.dev = cur;
+    p.ops.push_back(op);
+    defined[dst] = true;
+    p.f.copy = true;
+    p.f.cross_copy = p.f.cross_copy || dev_of(src) != cur;
+  }
+  // a new temp on the current device holding a copy of `src` (on another device)
+  int cross_copy(int src) {
+    int t = new_temp(p.values[static_cast<size_t>(src)].count);
+    push_copy(t, src);
+    return t;
+  }
   int upload_temp(int count) {
     int t = new_temp(count);
     Op op;
     op.kind = Op::upload;
     op.v = t;
+    op.dev = dev_of(t);
     op.data = rand_floats(count);
     p.ops.push_back(op);
     defined[t] = true;
@@ -191,6 +224,7 @@ struct Gen {
     Op op;
     op.kind = Op::upload;
     op.v = t;
+    op.dev = dev_of(t);
     op.data = rand_floats(c);
     p.ops.push_back(op);
     defined[t] = true;
@@ -203,7 +237,7 @@ struct Gen {
     std::vector<int> cand;
     for (size_t i = 0; i < p.values.size(); ++i) {
       const Value& v = p.values[i];
-      if (v.count != count || v.ty != Ty::f32 || !defined[i]) continue;
+      if (v.count != count || v.ty != Ty::f32 || !defined[i] || v.dev != cur) continue;
       const Value& rv = p.values[root(static_cast<int>(i))];
       if (rv.src == Value::input && !input_writable) continue;
       if (is_protected(static_cast<int>(i))) continue;
@@ -227,6 +261,9 @@ struct Gen {
     op.gsize = gsize;
     op.f0 = f0;
     op.f1 = f1;
+    op.dev = dev_of(op.bufs[0]);
+    for (int b : op.bufs)
+      if (dev_of(b) != op.dev) throw std::logic_error("property generator: a kernel over buffers of two devices");
     p.ops.push_back(op);
   }
   int count_pick() { return chance(0.6) ? p.N : p.M; }
@@ -256,15 +293,16 @@ struct Gen {
   }
   void copy() {
     int c = count_pick();
-    int src = operand(c);
-    int dst = target(c, {src});
-    Op op;
-    op.kind = Op::copy;
-    op.v = dst;
-    op.src = src;
-    p.ops.push_back(op);
-    defined[dst] = true;
-    p.f.copy = true;
+    int src = -1;
+    if (p.devices > 1 && chance(0.5)) {  // from another device into any target here (a state, an input, a temp)
+      const int here = cur;
+      cur = (cur + rnd(1, p.devices - 1)) % p.devices;
+      src = operand(c);
+      cur = here;
+    } else {
+      src = operand(c);
+    }
+    push_copy(target(c, {src}), src);
   }
   void view() {
     std::vector<int> big = readable(p.N), roots;
@@ -307,6 +345,7 @@ struct Gen {
     kernel(KId::add, {ts, x, t}, {encore::Access::none, encore::Access::none, out_access()}, cw, 0.5f);
     defined[t] = true;
     return [this, w, ts, cw] {
+      cur = dev_of(ts);
       kernel(KId::table, {w, ts}, {encore::Access::none, chance(0.8) ? encore::Access::out : encore::Access::none}, cw,
              pickf({0.5f, 1.5f, -0.75f}));
     };
@@ -342,7 +381,7 @@ struct Gen {
     protect.push_back(b);
     kernel(KId::affine, {a, b}, {encore::Access::none, out_access()}, c, pickf({0.5f, -0.75f}), 0.25f);
     p.f.cycle = true;
-    return [this, a, b, c] { kernel(KId::affine, {b, a}, {encore::Access::none, out_access()}, c, pickf({0.5f, -0.5f}), -0.125f); };
+    return [this, a, b, c] { cur = dev_of(a); kernel(KId::affine, {b, a}, {encore::Access::none, out_access()}, c, pickf({0.5f, -0.5f}), -0.125f); };
   }
   void var_scalar() {
     int c = count_pick();
@@ -369,6 +408,7 @@ struct Gen {
     std::vector<int> ins;
     for (int v : p.input_vals) ins.push_back(v);
     int in = pick(ins);
+    cur = dev_of(in);
     int c = p.values[in].count;
     int x = operand(c);
     for (int tries = 0; tries < 4 && overlap(x, in); ++tries) x = operand(c);
@@ -386,13 +426,9 @@ struct Gen {
     kernel(KId::add, {s, x, t}, {encore::Access::none, encore::Access::none, out_access()}, c, 0.75f);
     defined[t] = true;
     deferred.push_back([this, s, t, c] {
+      cur = dev_of(s);
       if (chance(0.5)) {
-        Op op;
-        op.kind = Op::copy;
-        op.v = s;
-        op.src = t;
-        p.ops.push_back(op);
-        p.f.copy = true;
+        push_copy(s, t);
       } else {
         int y = operand(c);
         if (overlap(y, s)) y = t;
@@ -407,11 +443,13 @@ struct Gen {
     static const int kN[] = {40, 45, 72, 101, 136, 200, 267, 299};
     p.N = kN[rnd(0, 7)];
     p.M = p.N - 32;
+    p.devices = std::max(o.devices, 1);
     int nin = rnd(1, 3);
     for (int i = 0; i < nin; ++i) {
       Value v;
       v.src = Value::input;
       v.index = i;
+      v.dev = pick_dev();
       v.count = count_pick();
       int id = add_value(v);
       defined[id] = true;
@@ -419,6 +457,7 @@ struct Gen {
     }
     int nst = rnd(0, 2);
     for (int i = 0; i < nst; ++i) {
+      cur = pick_dev();
       int c = count_pick();
       new_state(Ty::f32, c, rand_floats(c));
     }
@@ -427,6 +466,7 @@ struct Gen {
       // same buffer in two slots (as at capture): only when the step writes no input
       p.dup_input = true;
       p.values[static_cast<size_t>(p.input_vals.back())].count = p.values[static_cast<size_t>(p.input_vals[0])].count;
+      p.values[static_cast<size_t>(p.input_vals.back())].dev = p.values[static_cast<size_t>(p.input_vals[0])].dev;
     }
 
     std::vector<std::function<void()>> features;
@@ -444,6 +484,7 @@ struct Gen {
     int n = rnd(o.min_ops, o.max_ops);
     size_t fi = 0;
     for (int i = 0; i < n || fi < features.size() || !deferred.empty(); ++i) {
+      cur = pick_dev();
       int roll = rnd(0, 99);
       if (fi < features.size() && (roll < 30 || i >= n)) {
         features[fi++]();
@@ -487,6 +528,7 @@ struct Gen {
       if (!sts.empty()) p.outputs.push_back(pick(sts));
     }
     if (p.outputs.empty()) {
+      cur = 0;
       int t = new_temp(p.N);
       kernel(KId::affine, {operand(p.N), t}, {}, p.N, 1.0f, 0.0f);
       defined[t] = true;
@@ -528,7 +570,8 @@ struct Gen {
         for (size_t o = 0; o < p.outputs.size(); ++o) {
           const Value& ov = p.values[static_cast<size_t>(p.outputs[o])];
           int orv = ov.src == Value::view ? ov.base : p.outputs[o];
-          if (ov.count == p.values[static_cast<size_t>(p.input_vals[k])].count && p.values[static_cast<size_t>(orv)].src == Value::temp)
+          if (ov.count == p.values[static_cast<size_t>(p.input_vals[k])].count && p.values[static_cast<size_t>(orv)].src == Value::temp &&
+              ov.dev == p.values[static_cast<size_t>(p.input_vals[k])].dev)
             fb.push_back({static_cast<int>(k), static_cast<int>(o)});
         }
       if (!fb.empty()) {
@@ -548,11 +591,12 @@ struct Gen {
 
 }  // namespace
 
-int Prog::add_temp(int count, Ty ty) {
+int Prog::add_temp(int count, Ty ty, int dev) {
   Value v;
   v.src = Value::temp;
   v.count = count;
   v.ty = ty;
+  v.dev = dev;
   values.push_back(v);
   int id = static_cast<int>(values.size()) - 1;
   Op op;
@@ -569,6 +613,7 @@ int Prog::add_view(int base, int off, int count) {
   v.off = off;
   v.count = count;
   v.ty = values[static_cast<size_t>(base)].ty;
+  v.dev = values[static_cast<size_t>(base)].dev;
   values.push_back(v);
   int id = static_cast<int>(values.size()) - 1;
   Op op;
@@ -596,9 +641,10 @@ std::string Prog::describe() const {
       case Value::view: t << "v" << v << "(" << "of " << x.base << "@" << x.off << ")"; break;
     }
     t << "[" << x.count << (x.ty == Ty::f32 ? "f" : x.ty == Ty::i32 ? "i" : "u") << "]";
+    if (devices > 1) t << "{dev" << x.dev << "}";
     return t.str();
   };
-  s << "seed " << seed << " N=" << N << " M=" << M << "\n";
+  s << "seed " << seed << " N=" << N << " M=" << M << (devices > 1 ? " devices=" + std::to_string(devices) : std::string()) << "\n";
   int item = 0;
   for (const Op& op : ops) {
     switch (op.kind) {
@@ -670,19 +716,29 @@ struct DevState {
   std::vector<encore::Variable> vars;  // sv, len
 };
 
-std::vector<encore::Buffer> exec(const Prog& p, const encore::Device& dev, const Lib& lib, DevState& st,
-                                 const std::vector<encore::Buffer>& ins) {
+// The devices a program runs on, and each one's kernel library.
+struct Devs {
+  std::vector<encore::Device> dev;
+  std::vector<const Lib*> lib;
+  explicit Devs(std::vector<encore::Device> d) : dev(std::move(d)) {
+    for (const encore::Device& x : dev) lib.push_back(&lib_for(x));
+  }
+  const encore::Device& of(int d) const { return dev[static_cast<size_t>(d) % dev.size()]; }
+  const Lib& lib_of(int d) const { return *lib[static_cast<size_t>(d) % lib.size()]; }
+};
+
+std::vector<encore::Buffer> exec(const Prog& p, const Devs& devs, DevState& st, const std::vector<encore::Buffer>& ins) {
   std::vector<encore::Buffer> val(p.values.size());
   for (size_t i = 0; i < p.input_vals.size(); ++i) val[static_cast<size_t>(p.input_vals[i])] = ins[i];
   for (size_t i = 0; i < p.state_vals.size(); ++i) val[static_cast<size_t>(p.state_vals[i])] = st.states[i];
   for (const Op& op : p.ops) {
     const size_t v = static_cast<size_t>(op.v);
     switch (op.kind) {
-      case Op::alloc: val[v] = dev.alloc(dtype(p.values[v].ty), static_cast<size_t>(p.values[v].count)); break;
+      case Op::alloc: val[v] = devs.of(p.values[v].dev).alloc(dtype(p.values[v].ty), static_cast<size_t>(p.values[v].count)); break;
       case Op::view:
         val[v] = val[static_cast<size_t>(p.values[v].base)].view(static_cast<size_t>(p.values[v].off), static_cast<size_t>(p.values[v].count));
         break;
-      case Op::copy: dev.copy(val[v], val[static_cast<size_t>(op.src)]); break;
+      case Op::copy: devs.of(op.dev).copy(val[v], val[static_cast<size_t>(op.src)]); break;
       case Op::upload: val[v].copyin_bytes(op.data.data(), op.data.size() * 4); break;
       case Op::kernel: {
         std::vector<encore::Arg> args;
@@ -696,7 +752,7 @@ std::vector<encore::Buffer> exec(const Prog& p, const encore::Device& dev, const
         if (op.k == KId::var_add) args.emplace_back(st.vars[0]);
         if (op.k == KId::var_scale) args.emplace_back(st.vars[2]);
         encore::Sizes g = op.var_size ? encore::Sizes{encore::Size(st.vars[1])} : encore::Sizes{encore::Size(op.gsize)};
-        dev.launch_args(lib.k[static_cast<size_t>(op.k)], g, {}, std::move(args));
+        devs.of(op.dev).launch_args(devs.lib_of(op.dev).k[static_cast<size_t>(op.k)], g, {}, std::move(args));
         break;
       }
     }
@@ -716,12 +772,16 @@ bool output_is_temp(const Prog& p, int v) {
 }  // namespace
 
 RunResult run_device(const Prog& p, const encore::Device& dev, const encore::JitOptions* jopt) {
+  return run_device(p, std::vector<encore::Device>{dev}, jopt);
+}
+
+RunResult run_device(const Prog& p, const std::vector<encore::Device>& dev_list, const encore::JitOptions* jopt) {
   RunResult res;
-  const Lib& lib = lib_for(dev);
+  const Devs devs(dev_list);
   DevState st;
   for (size_t s = 0; s < p.state_vals.size(); ++s) {
     const Value& v = p.values[static_cast<size_t>(p.state_vals[s])];
-    encore::Buffer b = dev.alloc(dtype(v.ty), static_cast<size_t>(v.count));
+    encore::Buffer b = devs.of(v.dev).alloc(dtype(v.ty), static_cast<size_t>(v.count));
     b.copyin_bytes(p.state_init[s].data(), p.state_init[s].size() * 4);
     st.states.push_back(b);
   }
@@ -731,19 +791,21 @@ RunResult run_device(const Prog& p, const encore::Device& dev, const encore::Jit
   std::vector<std::vector<encore::Buffer>> sets(kSets);
   std::vector<encore::Buffer> rings;
   for (size_t i = 0; i < p.input_vals.size() && p.ring_inputs; ++i) {
-    size_t stride = (static_cast<size_t>(p.values[static_cast<size_t>(p.input_vals[i])].count) + 31) / 32 * 32;
-    rings.push_back(dev.alloc(encore::DType::f32, stride * kSets + 32));
+    const Value& in = p.values[static_cast<size_t>(p.input_vals[i])];
+    size_t stride = (static_cast<size_t>(in.count) + 31) / 32 * 32;
+    rings.push_back(devs.of(in.dev).alloc(encore::DType::f32, stride * kSets + 32));
   }
   for (int s = 0; s < kSets; ++s)
     for (size_t i = 0; i < p.input_vals.size(); ++i) {
       size_t count = static_cast<size_t>(p.values[static_cast<size_t>(p.input_vals[i])].count);
       // ring: set s at element 32 + s * stride, backwards for odd inputs, so offsets differ per call
       size_t stride = (count + 31) / 32 * 32, slot = i % 2 ? static_cast<size_t>(kSets - 1 - s) : static_cast<size_t>(s);
-      encore::Buffer b = p.ring_inputs ? rings[i].view(32 + slot * stride, count) : dev.alloc(encore::DType::f32, count);
+      encore::Buffer b = p.ring_inputs ? rings[i].view(32 + slot * stride, count)
+                                       : devs.of(p.values[static_cast<size_t>(p.input_vals[i])].dev).alloc(encore::DType::f32, count);
       b.copyin_bytes(p.input_sets[static_cast<size_t>(s)][i].data(), p.input_sets[static_cast<size_t>(s)][i].size() * 4);
       sets[static_cast<size_t>(s)].push_back(b);
     }
-  auto fn = [&](std::vector<encore::Buffer> ins, std::vector<encore::BoundVar>) { return exec(p, dev, lib, st, ins); };
+  auto fn = [&](std::vector<encore::Buffer> ins, std::vector<encore::BoundVar>) { return exec(p, devs, st, ins); };
   std::unique_ptr<encore::TinyJit<decltype(fn)>> jit;
   if (jopt) jit = std::make_unique<encore::TinyJit<decltype(fn)>>(fn, *jopt);
   std::vector<encore::Buffer> prev;
@@ -811,7 +873,7 @@ Prog pair_program(const Prog& p) {
 
 RunResult run_device_concat(const Prog& p, const encore::Device& dev, const encore::UnitOptions& opt) {
   RunResult res;
-  const Lib& lib = lib_for(dev);
+  const Devs devs({dev});
   DevState st;
   for (size_t s = 0; s < p.state_vals.size(); ++s) {
     const Value& v = p.values[static_cast<size_t>(p.state_vals[s])];
@@ -838,7 +900,7 @@ RunResult run_device_concat(const Prog& p, const encore::Device& dev, const enco
       events(c);
       encore::Capture cap(opt);
       for (const encore::Buffer& b : sets[static_cast<size_t>(c)]) cap.add_input(b);
-      outs[c] = exec(p, dev, lib, st, sets[static_cast<size_t>(c)]);
+      outs[c] = exec(p, devs, st, sets[static_cast<size_t>(c)]);
       for (const encore::Buffer& b : outs[c]) cap.add_output(b);
       units[c] = cap.end();
       std::vector<Words> got;

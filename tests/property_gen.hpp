@@ -26,12 +26,14 @@ struct Value {
   int off = 0;     // view: element offset (a multiple of 32: 128 bytes)
   int count = 0;
   Ty ty = Ty::f32;
+  int dev = 0;     // the device the value lives on (a view: its base's); see GenOptions::devices
 };
 
 struct Op {
   enum Kind : uint8_t { alloc, view, kernel, copy, upload } kind = kernel;
   int v = -1;    // alloc / view: the value defined; copy / upload: the destination
-  int src = -1;  // copy: the source
+  int src = -1;  // copy: the source (on another device than `v` for a cross-device copy)
+  int dev = 0;   // the device that runs it: a kernel's buffers' device, a copy's or upload's destination's
   KId k = KId::affine;
   std::vector<int> bufs;              // kernel buffer arguments, in parameter order
   std::vector<encore::Access> acc;    // per buffer argument: Access::none (from qualifiers) or stated
@@ -51,12 +53,13 @@ struct HostEvent {
 struct Features {
   bool table = false, table_late_state = false, counter = false, rng = false, cycle = false, var_scalar = false,
        var_size = false, input_written = false, upload = false, copy = false, view = false, loop_carried = false,
-       host_update = false, host_update_replay = false, edit_output = false, feedback = false;
+       host_update = false, host_update_replay = false, edit_output = false, feedback = false, cross_copy = false;
 };
 
 struct Prog {
   uint64_t seed = 0;
   int N = 0, M = 0;
+  int devices = 1;                          // values spread over devices 0..devices-1
   std::vector<Value> values;
   std::vector<int> input_vals, state_vals;  // value ids per input / state
   std::vector<Op> ops;
@@ -75,7 +78,7 @@ struct Prog {
   bool dup_input = false;                   // the last input slot gets the same buffer as slot 0, every call                      // jit: unit().free_intermediates() after this call
   Features f;
 
-  int add_temp(int count, Ty ty = Ty::f32);    // appends a temporary and its alloc op; returns its value id
+  int add_temp(int count, Ty ty = Ty::f32, int dev = 0);  // appends a temporary and its alloc op; returns its value id
   int add_view(int base, int off, int count);  // appends a view of `base` and its view op; returns its value id
   size_t device_items() const;              // ops that become ExecItems (kernel, copy, upload)
   std::string describe() const;             // one line per op, for failure messages
@@ -86,6 +89,10 @@ constexpr int kCalls = 6, kSets = 3;
 struct GenOptions {
   int min_ops = 5, max_ops = 16;
   bool allow_views = true;
+  // 2: every input, state and temporary lives on device 0 or 1 at random; a kernel runs on the
+  // device of its buffers (all on one device), and data moves between devices by cross-device
+  // copies (items too). 1: everything on one device (the same programs as before for a seed).
+  int devices = 1;
 };
 Prog generate(uint64_t seed, const GenOptions& o = {});
 
@@ -107,6 +114,8 @@ std::string compare(const Prog& p, const RunResult& expect, const RunResult& got
 
 // The step run on `dev`: jit == nullptr: every call eager; otherwise through a TinyJit with these options.
 RunResult run_device(const Prog& p, const encore::Device& dev, const encore::JitOptions* jit);
+// The same over several devices: value device d runs on devs[d % devs.size()].
+RunResult run_device(const Prog& p, const std::vector<encore::Device>& devs, const encore::JitOptions* jit);
 // The kernels computed on the host.
 RunResult run_host(const Prog& p);
 

@@ -3,8 +3,8 @@
 // item that writes what it reads or overwrites what it reads. Each test holds one device's queue
 // back with a native item waiting on a user event (the "gate"), which makes an ordering mistake
 // deterministic: a copy that does not wait reads stale bytes, and a queue that waits for too much
-// never reaches the probe. Needs two OpenCL devices in one platform (CI: POCL_DEVICES="pthread
-// pthread"); skips otherwise.
+// never reaches the probe. Runs on the pair of tests/device_pair.hpp (CI: two PoCL devices of one
+// platform, and two sub-devices of one device); skips without two devices of one context.
 #include <CL/cl.h>
 #include <gtest/gtest.h>
 
@@ -14,6 +14,7 @@
 
 #include "encore/encore.hpp"
 #include "encore/opencl.hpp"
+#include "device_pair.hpp"
 #include "jit_env.hpp"
 
 using encore::Buffer;
@@ -32,13 +33,14 @@ struct Pair {
   encore::Kernel affine_a, affine_b, bump_b;
 };
 
-// Two OpenCL devices of one context, or false.
+// Two OpenCL devices of one context (tests/device_pair.hpp: ENCORE_TEST_DEVICE_SPLIT), or false.
 bool open_pair(Pair& p) {
   if (!encore_test::have_cl()) return false;
-  std::vector<encore::DeviceInfo> list = Device::list();
-  if (list.size() < 2) return false;
-  p.a = Device::open(list[0].id);
-  p.b = Device::open(list[1].id);
+  const encore_test::DevicePair& dp = encore_test::device_pair();
+  EXPECT_EQ(dp.error, "");
+  if (dp.devs.size() != 2) return false;
+  p.a = dp.devs[0];
+  p.b = dp.devs[1];
   if (p.a.is_null() || p.b.is_null() || encore::opencl::context(p.a) != encore::opencl::context(p.b)) return false;
   p.affine_a = p.a.compile(kSrc).kernel("affine");
   p.affine_b = p.b.compile(kSrc).kernel("affine");
@@ -97,7 +99,7 @@ std::vector<float> affine(const std::vector<float>& x, float a, float b) {
 // the writer, held back by the gate, must not hold the copy back.
 TEST(CrossDevice, CopyWaitsForItsWriterNotForLaterWork) {
   Pair p;
-  if (!open_pair(p)) GTEST_SKIP() << "needs two OpenCL devices of one platform (POCL_DEVICES=\"pthread pthread\")";
+  if (!open_pair(p)) GTEST_SKIP() << "needs two OpenCL devices of one context (POCL_DEVICES=\"pthread pthread\", or a device that splits)";
   Gate gate(p.b);
   Buffer token = p.b.alloc<float>(kN);
   auto step = [&](const Buffer& x) {  // x on b
@@ -130,7 +132,7 @@ TEST(CrossDevice, CopyWaitsForItsWriterNotForLaterWork) {
 // overwrite waits for the copy (the copy sees the bytes of its place in the step).
 TEST(CrossDevice, SourceWaitsOnlyToOverwriteWhatACopyReads) {
   Pair p;
-  if (!open_pair(p)) GTEST_SKIP() << "needs two OpenCL devices of one platform (POCL_DEVICES=\"pthread pthread\")";
+  if (!open_pair(p)) GTEST_SKIP() << "needs two OpenCL devices of one context (POCL_DEVICES=\"pthread pthread\", or a device that splits)";
   Gate gate(p.a);
   Buffer token = p.a.alloc<float>(kN), probe_token = p.b.alloc<float>(kN);
   cl_event probe = nullptr;
@@ -179,7 +181,7 @@ TEST(CrossDevice, SourceWaitsOnlyToOverwriteWhatACopyReads) {
 // previous call's bytes), in a step where the writer is the step's first item on its device.
 TEST(CrossDevice, CopyWaitsForALateWriter) {
   Pair p;
-  if (!open_pair(p)) GTEST_SKIP() << "needs two OpenCL devices of one platform (POCL_DEVICES=\"pthread pthread\")";
+  if (!open_pair(p)) GTEST_SKIP() << "needs two OpenCL devices of one context (POCL_DEVICES=\"pthread pthread\", or a device that splits)";
   Gate gate(p.a);
   Buffer token = p.a.alloc<float>(kN);
   auto step = [&](const Buffer& x) {  // x on a
@@ -208,7 +210,7 @@ TEST(CrossDevice, CopyWaitsForALateWriter) {
 // still wait for the copy (held back on device a).
 TEST(CrossDevice, WorkAfterTheReplayWaitsForItsCopies) {
   Pair p;
-  if (!open_pair(p)) GTEST_SKIP() << "needs two OpenCL devices of one platform (POCL_DEVICES=\"pthread pthread\")";
+  if (!open_pair(p)) GTEST_SKIP() << "needs two OpenCL devices of one context (POCL_DEVICES=\"pthread pthread\", or a device that splits)";
   Gate gate(p.a);
   Buffer token = p.a.alloc<float>(kN);
   auto step = [&](const Buffer& x) {  // x on b
@@ -237,7 +239,7 @@ TEST(CrossDevice, WorkAfterTheReplayWaitsForItsCopies) {
 // no item of the step writes it, and the copy still waits for that work.
 TEST(CrossDevice, CopyWaitsForWorkBeforeTheReplay) {
   Pair p;
-  if (!open_pair(p)) GTEST_SKIP() << "needs two OpenCL devices of one platform (POCL_DEVICES=\"pthread pthread\")";
+  if (!open_pair(p)) GTEST_SKIP() << "needs two OpenCL devices of one context (POCL_DEVICES=\"pthread pthread\", or a device that splits)";
   encore::Kernel bump_a = p.a.compile(kSrc).kernel("bump");
   Gate gate(p.a);
   auto step = [&](const Buffer& x) {  // x on a

@@ -5,8 +5,10 @@
 // mutation switches (a broken planner, tinygrad's pruning rule, a version check that ignores writes)
 // must be detected.
 //
-//   ENCORE_PROPERTY_SEEDS=N   run N seeds (default 600 on the OpenCL device, 1500 structure-only on NULL;
-//                             a quarter of that with ENCORE_SANITIZED=1)
+//   ENCORE_PROPERTY_SEEDS=N   run N seeds (default 600 on the OpenCL device, 1500 structure-only on NULL,
+//                             1200 over two devices, 600 structure-only over two NULL devices; a quarter
+//                             of that with ENCORE_SANITIZED=1)
+//   ENCORE_TEST_DEVICE_SPLIT=pair|sub   the two devices of the two-device run (tests/device_pair.hpp)
 //   ENCORE_PROPERTY_SEED=S    run only seed S (what a failure prints)
 #include <gtest/gtest.h>
 #include "testing.hpp"
@@ -24,6 +26,7 @@
 #include "encore/jit.hpp"
 #include "encore/memory_planner.hpp"
 #include "property_gen.hpp"
+#include "device_pair.hpp"
 #include "test_util.hpp"
 #include "prune.hpp"
 
@@ -56,8 +59,9 @@ bool single_seed() {
   return s && *s;
 }
 
-std::string repro(uint64_t seed) {
-  return "reproduce: ENCORE_PROPERTY_SEED=" + std::to_string(seed) + " ENCORE_CACHE=$(mktemp -d) ./build/tests/encore-tests --gtest_filter='Property.*'";
+std::string repro(uint64_t seed, const char* filter = "Property.*") {
+  return "reproduce: ENCORE_PROPERTY_SEED=" + std::to_string(seed) + " ENCORE_CACHE=$(mktemp -d) ./build/tests/encore-internal-tests --gtest_filter='" +
+         filter + "'";
 }
 
 // The OpenCL device, or a null handle when there is none (the CL tests skip).
@@ -92,7 +96,7 @@ std::string bits(const std::vector<bool>& v) {
 struct Counts {
   int seeds = 0, arena_reuse = 0, pruned_seeds = 0, loop_carried = 0, host_update_replay = 0, host_update_hits_one_time = 0,
       input_written = 0, var_size = 0, var_scalar = 0, counter = 0, rng = 0, cycle = 0, table = 0, late_table = 0, views = 0,
-      copies = 0, uploads = 0, edit_output = 0, configs_run = 0, ratio_over = 0, feedback = 0, ring = 0, freed = 0, dup = 0, edit_hits_one_time = 0;
+      copies = 0, uploads = 0, edit_output = 0, configs_run = 0, ratio_over = 0, feedback = 0, ring = 0, freed = 0, dup = 0, edit_hits_one_time = 0, cross_copies = 0;
   size_t items = 0, pruned_items = 0, planned_temps = 0;
   double worst_ratio = 1.0;
   uint64_t worst_ratio_seed = 0;
@@ -141,16 +145,19 @@ struct SeedOutcome {
 };
 
 // Every fourth seed generates a bigger step.
-prop::GenOptions gen_options(uint64_t seed) {
+prop::GenOptions gen_options(uint64_t seed, int devices = 1) {
   prop::GenOptions o;
+  o.devices = devices;
   if (seed % 4 == 3) o.min_ops = 16, o.max_ops = 32;
   return o;
 }
 
-// Everything for one seed on the OpenCL device.
-SeedOutcome run_seed(uint64_t seed, const encore::Device& dev, std::vector<std::pair<bool, bool>> configs, Counts* c, bool structure = true) {
+// Everything for one seed on the OpenCL device, or spread over two devices (then the values of the
+// generated step live on either device).
+SeedOutcome run_seed(uint64_t seed, const std::vector<encore::Device>& dev, std::vector<std::pair<bool, bool>> configs, Counts* c,
+                     bool structure = true) {
   SeedOutcome out;
-  Prog p = prop::generate(seed, gen_options(seed));
+  Prog p = prop::generate(seed, gen_options(seed, static_cast<int>(dev.size())));
   std::vector<prop::RefItem> items = prop::reference_items(p);
   std::vector<bool> ref_one = prop::reference_one_time(items);
   RunResult h = prop::run_host(p);
@@ -228,6 +235,7 @@ SeedOutcome run_seed(uint64_t seed, const encore::Device& dev, std::vector<std::
     c->late_table += p.f.table_late_state;
     c->views += p.f.view;
     c->copies += p.f.copy;
+    c->cross_copies += p.f.cross_copy;
     c->uploads += p.f.upload;
     c->edit_output += p.f.edit_output;
     c->feedback += p.f.feedback;
@@ -238,12 +246,12 @@ SeedOutcome run_seed(uint64_t seed, const encore::Device& dev, std::vector<std::
   return out;
 }
 
-void report_failure(uint64_t seed, const std::string& why, int* shown) {
+void report_failure(uint64_t seed, const std::string& why, int* shown, int devices = 1, const char* filter = "Property.*") {
   if ((*shown)++ < 5) {
-    Prog p = prop::generate(seed, gen_options(seed));
-    ADD_FAILURE() << "seed " << seed << ": " << why << "\n" << repro(seed) << "\n" << p.describe();
+    Prog p = prop::generate(seed, gen_options(seed, devices));
+    ADD_FAILURE() << "seed " << seed << ": " << why << "\n" << repro(seed, filter) << "\n" << p.describe();
   } else {
-    ADD_FAILURE() << "seed " << seed << ": " << why << "\n" << repro(seed);
+    ADD_FAILURE() << "seed " << seed << ": " << why << "\n" << repro(seed, filter);
   }
 }
 
@@ -260,7 +268,7 @@ TEST(Property, EagerEqualsReplayAndHostReference) {
     // every seed: prune and plan on; one other combination, rotating over the seeds
     // every seed with pruning and planning each on and off
     std::vector<std::pair<bool, bool>> configs = {{true, true}, {false, true}, {true, false}, {false, false}};
-    SeedOutcome o = run_seed(seed, dev, configs, &c);
+    SeedOutcome o = run_seed(seed, {dev}, configs, &c);
     if (!o.failure.empty()) report_failure(seed, o.failure, &shown);
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -297,29 +305,78 @@ TEST(Property, EagerEqualsReplayAndHostReference) {
   EXPECT_LE(c.worst_ratio, 1.10);
 }
 
-// Structure only (one-time set vs the reference fixpoint, planner figures) on the NULL device, where
-// kernels do nothing: many more seeds, and bigger steps, cheaply.
-TEST(Property, StructureOnNullDevice) {
-  encore::Device dev = encore::Device::open("NULL");
-  std::vector<uint64_t> ss = seeds(1500);
+// The same property with the step's values spread over two devices (ENCORE_TEST_DEVICE_SPLIT=pair:
+// two devices of one platform; =sub: two sub-devices of one device; see device_pair.hpp). Kernels
+// run on the device of their buffers and data moves between the devices by cross-device copies,
+// items like any other. Eager, replay and the host agree bit for bit: a copy that ran before the
+// write it reads on the other device, or a write that overtook a copy still reading its bytes on
+// the other queue, changes bytes here (removing either wait from ClDevice::copy_from fails seeds
+// within the first 20). Default 1200 seeds, ~15 s on PoCL on 2 cores (debugoptimized).
+TEST(Property, TwoDevicesEagerEqualsReplayAndHostReference) {
+  if (!encore_test::have_cl()) GTEST_SKIP() << "no OpenCL device";
+  const encore_test::DevicePair& pair = encore_test::device_pair();
+  if (!pair.error.empty()) FAIL() << pair.error;
+  if (pair.devs.empty()) GTEST_SKIP() << pair.skip;
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<uint64_t> ss = seeds(1200);
+  Counts c;
+  int shown = 0;
+  const std::pair<bool, bool> others[] = {{false, true}, {true, false}, {false, false}};
+  for (uint64_t seed : ss) {
+    // every seed with pruning and planning on, and one other combination, rotating over the seeds
+    SeedOutcome o = run_seed(seed, pair.devs, {{true, true}, others[seed % 3]}, &c);
+    if (!o.failure.empty()) report_failure(seed, o.failure, &shown, 2, "Property.TwoDevices*");
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("[property/two devices] %d seeds (%d jit runs) in %.1f s on %s\n"
+              "[property/two devices] cross-device copies in %d seeds; items %zu, pruned %zu, planned temps %zu, arena reuse in %d seeds\n",
+              c.seeds, c.configs_run, secs, pair.how.c_str(), c.cross_copies, c.items, c.pruned_items, c.planned_temps, c.arena_reuse);
+  EXPECT_EQ(c.ratio_over, 0) << "planned > 1.10 x lower bound (seeds printed above)";
+  if (single_seed() || ss.size() < 50) return;
+  EXPECT_GE(c.cross_copies, static_cast<int>(ss.size()) * 3 / 4) << "the generator must move data between the devices";
+  EXPECT_GE(c.pruned_seeds, static_cast<int>(ss.size()) / 10);
+  EXPECT_GE(c.arena_reuse, static_cast<int>(ss.size()) / 10);
+}
+
+// Structure only (one-time set vs the reference fixpoint, planner figures) on NULL devices, where
+// kernels do nothing: many more seeds, and bigger steps (8..40 ops), cheaply. Generator seeds are
+// seed + `base`; `devs.size()` devices spread the values.
+Counts structure_on_null(const std::vector<encore::Device>& devs, uint64_t base, int dflt, const char* filter) {
+  const int ndev = static_cast<int>(devs.size());
+  std::vector<uint64_t> ss = seeds(dflt);
   int shown = 0;
   Counts c;
   for (uint64_t seed : ss) {
-    Prog p = prop::generate(seed + 1000000, {8, 40, true});
+    Prog p = prop::generate(seed + base, {8, 40, true, ndev});
     std::vector<prop::RefItem> items = prop::reference_items(p);
     std::vector<bool> ref_one = prop::reference_one_time(items);
     for (auto [prune, plan] : {std::pair{true, true}, std::pair{false, false}}) {
       encore::JitOptions o = jit_options(prune, plan);
-      RunResult j = prop::run_device(p, dev, &o);
+      RunResult j = prop::run_device(p, devs, &o);
       if (std::string d = check_structure(p, items, ref_one, j, prune, plan, &c); !d.empty()) {
-        if (shown++ < 5) ADD_FAILURE() << "NULL seed " << seed << " (generator seed " << seed + 1000000 << ", ops 8..40): " << d << "\n" << repro(seed) << "\n" << p.describe();
+        if (shown++ < 5)
+          ADD_FAILURE() << "NULL seed " << seed << " (generator seed " << seed + base << ", ops 8..40, " << ndev << " device(s)): " << d << "\n"
+                        << repro(seed, filter) << "\n" << p.describe();
         break;
       }
     }
   }
-  std::printf("[property/NULL] %zu seeds (8..40 ops): worst planned/lower bound %.4f (generator seed %llu)\n", ss.size(), c.worst_ratio,
-              static_cast<unsigned long long>(c.worst_ratio_seed));
+  c.seeds = static_cast<int>(ss.size());
   EXPECT_EQ(c.ratio_over, 0) << "planned > 1.10 x lower bound (seeds printed above)";
+  return c;
+}
+
+TEST(Property, StructureOnNullDevice) {
+  Counts c = structure_on_null({encore::Device::open("NULL")}, 1000000, 1500, "Property.StructureOnNullDevice");
+  std::printf("[property/NULL] %d seeds (8..40 ops): worst planned/lower bound %.4f (generator seed %llu)\n", c.seeds, c.worst_ratio,
+              static_cast<unsigned long long>(c.worst_ratio_seed));
+}
+
+// The same over two NULL devices (Device::split of NULL): steps spread over two devices.
+TEST(Property, TwoDevicesStructureOnNullDevices) {
+  Counts c = structure_on_null(encore::Device::open("NULL").split(2), 2000000, 600, "Property.TwoDevicesStructure*");
+  std::printf("[property/two NULL devices] %d seeds (8..40 ops): worst planned/lower bound %.4f (generator seed %llu)\n", c.seeds,
+              c.worst_ratio, static_cast<unsigned long long>(c.worst_ratio_seed));
 }
 
 // `a + b` re-runs pruning and planning over the concatenation: two explicit captures of the step
@@ -654,7 +711,7 @@ MutationResult run_mutation(bool& flag, int max_seeds, int enough) {
   } restore{flag};
   flag = true;
   for (uint64_t seed = 0; seed < static_cast<uint64_t>(max_seeds) && m.mismatches + m.checker < enough; ++seed) {
-    SeedOutcome o = run_seed(seed, dev, {{true, true}}, nullptr, false);
+    SeedOutcome o = run_seed(seed, {dev}, {{true, true}}, nullptr, false);
     ++m.seeds;
     if (o.replay_mismatch) {
       if (m.mismatches + m.checker == 0) m.first = seed;
@@ -671,7 +728,7 @@ MutationResult run_mutation(bool& flag, int max_seeds, int enough) {
 // mutation, not from the seed.
 void expect_seed_passes_unmutated(const MutationResult& m) {
   if (m.mismatches + m.checker == 0) return;
-  SeedOutcome o = run_seed(m.first, cl_device(), {{true, true}}, nullptr, false);
+  SeedOutcome o = run_seed(m.first, {cl_device()}, {{true, true}}, nullptr, false);
   EXPECT_FALSE(o.replay_mismatch) << "seed " << m.first << " mismatches without the mutation";
   EXPECT_FALSE(o.plan_check_threw) << "seed " << m.first;
 }

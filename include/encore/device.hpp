@@ -4,6 +4,11 @@
 //   encore::Device cpu = encore::Device::open("CL:1");  // device 1 across all platforms
 //   encore::Device null = encore::Device::open("NULL"); // no-op device: measures encore's own cost
 // ENCORE_DEVICE overrides the default. Opening the same name twice gives the same device.
+// Sub-devices: split one device into equal parts, each a Device of its own (queue, allocator,
+// compiler caches), all parts sharing one new OpenCL context:
+//   std::vector<encore::Device> halves = encore::Device::open().split(2);  // "CL:0.0", "CL:0.1"
+//   halves[1].copy(y1, x0);   // between parts of one split: a direct device copy
+//   halves[0].copy(z0, x);    // between a part and its parent (another context): through host memory
 // Threads: a Device may be used from any number of threads at once (launches, copies, allocation,
 // compiles). Work from different threads lands on the one in-order queue in the order the calls
 // reach it: order between threads is yours to arrange (an Event, or a join).
@@ -27,7 +32,8 @@ namespace encore {
 namespace detail { struct DeviceImpl; }
 
 struct DeviceInfo {
-  std::string id;               // "CL:0", "NULL"
+  std::string id;               // "CL:0", "NULL"; a sub-device: its parent's id and its index, "CL:0.1"
+  std::string parent;           // a sub-device: the id of the device it was split from; else empty
   std::string name, vendor, version, driver_version, platform;
   bool is_gpu = false;
   uint32_t compute_units = 0;
@@ -53,6 +59,16 @@ class ENCORE_API Device {
   static Device open(std::string_view name = "");
   // Every OpenCL device on this machine, in "CL:N" order (empty when there is no OpenCL platform).
   static std::vector<DeviceInfo> list();
+  // Splits this device into `parts` sub-devices of compute_units / parts compute units each
+  // (clCreateSubDevices with CL_DEVICE_PARTITION_EQUALLY; compute units left over stay unused).
+  // Each call makes new sub-devices with ids "<id>.0" .. "<id>.<parts-1>" and one new context shared
+  // by them: copies and events between them stay on the devices; copies between a sub-device and
+  // its parent, or any device outside the split, go through host memory. A sub-device and its
+  // context are released when the last Device, Buffer, Program or unit using it is gone.
+  // DeviceError naming the OpenCL status when the device cannot be split so (parts over its compute
+  // units, no CL_DEVICE_PARTITION_EQUALLY); ArgumentError for parts == 0. The NULL device splits
+  // into `parts` new NULL devices ("NULL.0", ...), which is how tests spread work without OpenCL.
+  std::vector<Device> split(unsigned parts) const;
 
   const DeviceInfo& info() const;
   const std::string& id() const { return info().id; }

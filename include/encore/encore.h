@@ -127,6 +127,11 @@ ENCORE_C_API encore_status encore_device_destroy(encore_device dev);
 ENCORE_C_API encore_status encore_device_info(encore_device dev, const char** id, const char** name);
 /* Waits until all work queued on the device has finished. */
 ENCORE_C_API encore_status encore_device_synchronize(encore_device dev);
+/* Splits the device into `parts` sub-devices (compute units / parts compute units each, one new
+ * context shared by them; ids "CL:0.0", "CL:0.1", ...; the NULL device gives NULL devices): out[0..parts-1]
+ * receive new handles, each released with encore_device_destroy. On failure (ENCORE_ERROR_DEVICE
+ * naming the OpenCL status, e.g. more parts than compute units) no handle is made. */
+ENCORE_C_API encore_status encore_device_split(encore_device dev, unsigned parts, encore_device* out);
 
 /* ---- buffers ----------------------------------------------------------------------------- */
 

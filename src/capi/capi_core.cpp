@@ -337,6 +337,25 @@ encore_status encore_device_info(encore_device dev, const char** id, const char*
   });
 }
 
+encore_status encore_device_split(encore_device dev, unsigned parts, encore_device* out) {
+  return guard(__func__, [&] {
+    auto d = get<DeviceObj>(dev, "dev");
+    need(out, "out");
+    std::vector<std::shared_ptr<DeviceObj>> objs;
+    for (Device& sub : d->dev.split(parts)) {
+      objs.push_back(std::make_shared<DeviceObj>());
+      objs.back()->dev = std::move(sub);
+    }
+    size_t made = 0;
+    try {
+      for (; made < objs.size(); ++made) put(std::move(objs[made]), &out[made]);
+    } catch (...) {
+      for (size_t i = 0; i < made; ++i) destroy<DeviceObj>(__func__, out[i]);
+      throw;
+    }
+  });
+}
+
 encore_status encore_device_synchronize(encore_device dev) {
   return guard(__func__, [&] { get<DeviceObj>(dev, "dev")->dev.synchronize(); });
 }

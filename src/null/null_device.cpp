@@ -93,6 +93,17 @@ class NullDevice final : public DeviceImpl {
     return r;
   }
   std::string cache_key_prefix() const override { return "NULL"; }
+  // `parts` new NULL devices: nothing to divide, but work spreads over devices as on OpenCL
+  std::vector<std::shared_ptr<DeviceImpl>> split(unsigned parts) override {
+    std::vector<std::shared_ptr<DeviceImpl>> out;
+    for (unsigned i = 0; i < parts; ++i) {
+      auto d = std::make_shared<NullDevice>();
+      d->info.id = info.id + "." + std::to_string(i);
+      d->info.parent = info.id;
+      out.push_back(std::move(d));
+    }
+    return out;
+  }
 };
 
 }  // namespace

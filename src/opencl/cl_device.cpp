@@ -1,5 +1,6 @@
-// The OpenCL backend: platforms and devices, one shared context per platform, one in-order queue
-// per device, memory, transfers, builds and launches.
+// The OpenCL backend: platforms and devices, one shared context per platform (and one per
+// Device::split), one in-order queue per device, memory, transfers, builds and launches.
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <map>
@@ -92,8 +93,12 @@ DeviceInfo read_info(const Found& f, int index) {
   return i;
 }
 
-// One context per platform, holding all its devices, so cross-device copies and events work.
+// One context per platform, holding all its devices, so cross-device copies and events work. The
+// parts of one Device::split share a context of their own, which owns them (released after it)
+// and keeps the device they were split from.
 struct PlatformContext {
+  std::shared_ptr<DeviceImpl> parent;
+  std::vector<cl::DeviceH> owned;
   cl::Context ctx;
   std::vector<cl_device_id> devices;
 };
@@ -198,11 +203,12 @@ class ClDevice final : public DeviceImpl {
   ClDevice(const Found& f, int index) : dev_(f.device) {
     info = read_info(f, index);
     ctx_ = context_for(f.platform);
-    profiling = debug_level() >= 2 || env_flag("ENCORE_PROFILING", false) || std::getenv("ENCORE_PROFILE") != nullptr;
-    cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, profiling ? static_cast<cl_queue_properties>(CL_QUEUE_PROFILING_ENABLE) : 0, 0};
-    cl_int err = CL_SUCCESS;
-    q_ = cl::Queue(clCreateCommandQueueWithProperties(ctx_->ctx.get(), dev_, props, &err));
-    cl::check(err, "clCreateCommandQueueWithProperties", info.id);
+    open_queue();
+  }
+  // One part of a Device::split, in the split's context.
+  ClDevice(cl_device_id sub, std::shared_ptr<PlatformContext> ctx, DeviceInfo i) : dev_(sub), ctx_(std::move(ctx)) {
+    info = std::move(i);
+    open_queue();
   }
   // Adopts an engine's in-order queue (and with it its context and device); both are retained.
   ClDevice(cl_command_queue q, int serial) {
@@ -440,9 +446,65 @@ class ClDevice final : public DeviceImpl {
     return r;
   }
 
-  std::string cache_key_prefix() const override { return info.name + '\0' + info.driver_version + '\0' + info.version; }
+  std::string cache_key_prefix() const override {
+    std::string k = info.name + '\0' + info.driver_version + '\0' + info.version;
+    if (!info.parent.empty()) {  // a sub-device may get other code than the whole device: entries of its own
+      k += '\0';
+      k += "sub-device of " + std::to_string(info.compute_units) + " compute units";
+    }
+    return k;
+  }
+
+  std::vector<std::shared_ptr<DeviceImpl>> split(unsigned parts) override {
+    const std::string what = "Device::split: " + info.id + " (" + info.name + ", " + std::to_string(info.compute_units) +
+                             " compute units) into " + std::to_string(parts) + " equal parts";
+    size_t n = 0;
+    std::vector<cl_device_partition_property> kinds;
+    if (clGetDeviceInfo(dev_, CL_DEVICE_PARTITION_PROPERTIES, 0, nullptr, &n) == CL_SUCCESS && n >= sizeof(cl_device_partition_property)) {
+      kinds.resize(n / sizeof(cl_device_partition_property));
+      cl::check(clGetDeviceInfo(dev_, CL_DEVICE_PARTITION_PROPERTIES, n, kinds.data(), nullptr), "clGetDeviceInfo(CL_DEVICE_PARTITION_PROPERTIES)");
+    }
+    if (std::find(kinds.begin(), kinds.end(), CL_DEVICE_PARTITION_EQUALLY) == kinds.end())
+      throw DeviceError(what + ": the device does not offer CL_DEVICE_PARTITION_EQUALLY");
+    // compute units per part; 0 when there are more parts than compute units, which OpenCL refuses
+    const cl_uint per = info.compute_units / parts;
+    const cl_device_partition_property props[] = {CL_DEVICE_PARTITION_EQUALLY, static_cast<cl_device_partition_property>(per), 0};
+    const std::string call = "clCreateSubDevices(CL_DEVICE_PARTITION_EQUALLY, " + std::to_string(per) + ")";
+    const std::string why = per == 0 ? what + ": more parts than compute units" : what;
+    cl_uint count = 0;
+    if (cl_int st = clCreateSubDevices(dev_, props, 0, nullptr, &count); st != CL_SUCCESS) throw OpenCLError(st, call, why);
+    if (count < parts) throw DeviceError(what + ": " + call + " gives only " + std::to_string(count) + " sub-devices");
+    std::vector<cl_device_id> ids(count);
+    if (cl_int st = clCreateSubDevices(dev_, props, count, ids.data(), nullptr); st != CL_SUCCESS) throw OpenCLError(st, call, why);
+    auto ctx = std::make_shared<PlatformContext>();
+    for (cl_device_id id : ids) ctx->owned.emplace_back(id);
+    ctx->owned.resize(parts);  // compute units left over: their sub-devices are released now
+    ctx->devices.assign(ids.begin(), ids.begin() + parts);
+    ctx->parent = shared_from_this();
+    cl_platform_id plat = nullptr;
+    cl::check(clGetDeviceInfo(dev_, CL_DEVICE_PLATFORM, sizeof plat, &plat, nullptr), "clGetDeviceInfo(CL_DEVICE_PLATFORM)");
+    cl_context_properties cprops[] = {CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(plat), 0};
+    cl_int err = CL_SUCCESS;
+    ctx->ctx = cl::Context(clCreateContext(cprops, parts, ctx->devices.data(), nullptr, nullptr, &err));
+    cl::check(err, "clCreateContext", what);
+    std::vector<std::shared_ptr<DeviceImpl>> out;
+    for (unsigned i = 0; i < parts; ++i) {
+      DeviceInfo di = read_info({plat, ctx->devices[i]}, 0);
+      di.id = info.id + "." + std::to_string(i);
+      di.parent = info.id;
+      out.push_back(std::make_shared<ClDevice>(ctx->devices[i], ctx, std::move(di)));
+    }
+    return out;
+  }
 
  private:
+  void open_queue() {
+    profiling = debug_level() >= 2 || env_flag("ENCORE_PROFILING", false) || std::getenv("ENCORE_PROFILE") != nullptr;
+    cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, profiling ? static_cast<cl_queue_properties>(CL_QUEUE_PROFILING_ENABLE) : 0, 0};
+    cl_int err = CL_SUCCESS;
+    q_ = cl::Queue(clCreateCommandQueueWithProperties(ctx_->ctx.get(), dev_, props, &err));
+    cl::check(err, "clCreateCommandQueueWithProperties", info.id);
+  }
   static std::string kernel_str(cl_kernel k, cl_kernel_info what) {
     size_t n = 0;
     clGetKernelInfo(k, what, 0, nullptr, &n);

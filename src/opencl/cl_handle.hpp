@@ -49,6 +49,7 @@ using Mem = Handle<cl_mem, clReleaseMemObject>;
 using ProgramH = Handle<cl_program, clReleaseProgram>;
 using KernelH = Handle<cl_kernel, clReleaseKernel>;
 using Event = Handle<cl_event, clReleaseEvent>;
+using DeviceH = Handle<cl_device_id, clReleaseDevice>;  // sub-devices (root devices ignore release)
 
 // Throws OpenCLError naming the call and the object when status is not CL_SUCCESS.
 inline void check(cl_int status, const char* call, const std::string& object = {}) {

@@ -93,6 +93,18 @@ int main(void) {
   EXPECT_OK(encore_device_info(dev, &id, &name));
   EXPECT_ERR(encore_device_synchronize(NULL), ENCORE_ERROR_INVALID_HANDLE, NULL);
   EXPECT_ERR(encore_device_synchronize(GARBAGE(encore_device)), ENCORE_ERROR_INVALID_HANDLE, NULL);
+  {
+    encore_device parts[3] = {NULL, NULL, NULL};
+    EXPECT_ERR(encore_device_split(NULL, 2, parts), ENCORE_ERROR_INVALID_HANDLE, "dev");
+    EXPECT_ERR(encore_device_split(nulldev, 2, NULL), ENCORE_ERROR_INVALID_ARGUMENT, "out is NULL");
+    EXPECT_ERR(encore_device_split(nulldev, 0, parts), ENCORE_ERROR_INVALID_ARGUMENT, "at least 1");
+    if (strcmp(id, "NULL") != 0) EXPECT_ERR(encore_device_split(dev, 100000, parts), ENCORE_ERROR_DEVICE, "compute units");
+    EXPECT_TRUE(parts[0] == NULL); /* nothing made on failure */
+    REQUIRE_OK(encore_device_split(nulldev, 3, parts));
+    EXPECT_OK(encore_device_info(parts[2], &id, &name));
+    EXPECT_TRUE(strcmp(id, "NULL.2") == 0);
+    for (int i = 0; i < 3; ++i) EXPECT_OK(encore_device_destroy(parts[i]));
+  }
 
   /* ---- buffers */
   EXPECT_ERR(encore_buffer_alloc(NULL, ENCORE_F32, 64, &x), ENCORE_ERROR_INVALID_HANDLE, "dev");
