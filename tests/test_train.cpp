@@ -300,6 +300,48 @@ void training_data(mlp::Images& im, mlp::Labels& lb) {
   }
 }
 
+// Gradient accumulation over shards (what train_mlp --grad-shards does, and bit for bit what
+// --data-parallel over that many ranks computes): the batch's gradient is shard 0's plus shard 1's,
+// each scaled by 1/batch, added in float in shard order; the loss is the shards' losses in order.
+// Replayed with new inputs (the shard views are rebased), it equals eager.
+TEST_F(TrainKernels, GradShardsSumTheShardGradientsInOrder) {
+  const int B = 64, S = 2, b = B / S, in = 8;
+  if (size_t(b) * sizeof(int32_t) % dev.info().base_align_bytes) GTEST_SKIP() << "the device's view alignment exceeds a shard's labels";
+  const mlp::Config whole{.sizes = {in, 12, 8, 6}, .batch = B, .grad_shards = S};
+  const mlp::Config shard{.sizes = {in, 12, 8, 6}, .batch = b, .grad_batch = B};
+  mlp::Model sharded(dev, whole), jitted(dev, whole), part(dev, shard);
+  sharded.init(5);
+  jitted.init(5);
+  part.init(5);
+  auto step = encore::TinyJit([&](const Buffer& x, const Buffer& y) { return jitted.train_step(x, y); });
+  jitted.lr.bind(0.0);  // no update: every call sees the same parameters
+  sharded.lr.bind(0.0);
+  for (int call = 0; call < 4; ++call) {
+    const std::vector<float> hx = randv(size_t(B) * in, 40 + uint64_t(call), 0, 1);
+    std::vector<int32_t> hy(B);
+    for (int i = 0; i < B; ++i) hy[size_t(i)] = int32_t(mlp::hash64(50 + uint64_t(call), uint64_t(i)) % 6);
+    Buffer x = upload(dev, hx), y = dev.alloc<int32_t>(B);
+    y.copyin(hy);
+    // reference: each shard by a model of the shard's size, summed on the host in shard order
+    std::vector<float> want_loss, want_grad;
+    for (int s = 0; s < S; ++s) {
+      Buffer xs = upload(dev, std::vector<float>(hx.begin() + ptrdiff_t(s) * b * in, hx.begin() + ptrdiff_t(s + 1) * b * in));
+      Buffer ys = dev.alloc<int32_t>(b);
+      ys.copyin(std::vector<int32_t>(hy.begin() + ptrdiff_t(s) * b, hy.begin() + ptrdiff_t(s + 1) * b));
+      const std::vector<float> l = part.loss_and_grad(xs, ys).copyout<float>(), g = part.get_grads();
+      want_loss.insert(want_loss.end(), l.begin(), l.end());
+      if (s == 0) want_grad = g;
+      else
+        for (size_t i = 0; i < g.size(); ++i) want_grad[i] = want_grad[i] + g[i];
+    }
+    EXPECT_EQ(sharded.train_step(x, y).copyout<float>(), want_loss) << "call " << call;
+    EXPECT_EQ(sharded.get_grads(), want_grad) << "call " << call << ": eager";
+    EXPECT_EQ(step(x, y).copyout<float>(), want_loss) << "call " << call;
+    EXPECT_EQ(jitted.get_grads(), want_grad) << "call " << call << ": TinyJit";
+  }
+  EXPECT_THROW(mlp::Model(dev, {.sizes = {in, 12, 8, 6}, .batch = 64, .grad_shards = 3}), encore::ArgumentError);
+}
+
 TEST(TrainRun, LossFallsAndReplayEqualsEager) {
   if (Device::list().empty()) GTEST_SKIP() << "no OpenCL device";
   Device dev = Device::open("CL:0");

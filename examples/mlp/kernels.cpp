@@ -109,6 +109,11 @@ __kernel void mlp_adam(__global float* P, __global const float* G, __global floa
   vstore4(v, i, V);
   vstore4(vload4(i, P) - lr * (m * bc1) / (sqrt(v * bc2) + eps), i, P);
 }
+
+__kernel void mlp_add(__global float* A, __global const float* B) {
+  const int i = get_global_id(0);
+  vstore4(vload4(i, A) + vload4(i, B), i, A);
+}
 )CLC";
 
 }  // namespace mlp
@@ -150,6 +155,7 @@ Kernels::Kernels(const encore::Device& dev) : dev_(dev), prog_(dev.compile(kKern
   xent_ = prog_.kernel("mlp_softmax_xent");
   correct_ = prog_.kernel("mlp_count_correct");
   adam_ = prog_.kernel("mlp_adam");
+  add_ = prog_.kernel("mlp_add");
 }
 
 void Kernels::gemm_nn(const Buffer& A, const Buffer& B, const Buffer& bias, const Buffer& C, int M, int N, int K, bool relu,
@@ -191,6 +197,11 @@ void Kernels::adam(const Buffer& P, const Buffer& G, const Buffer& M, const Buff
   if (n % 4) throw encore::ArgumentError("adam: n = " + std::to_string(n) + ", expected a multiple of 4");
   dev_.launch_args(adam_, Sizes{n / 4}, Sizes{divisor_at_most(n / 4, 64)},
                    {encore::inout(P), G, encore::inout(M), encore::inout(V), lr, bc1, bc2, beta1, beta2, eps}, "adam");
+}
+
+void Kernels::add(const Buffer& A, const Buffer& B, size_t n, const char* name) const {
+  if (n % 4) throw encore::ArgumentError(std::string(name) + ": n = " + std::to_string(n) + ", expected a multiple of 4");
+  dev_.launch_args(add_, Sizes{n / 4}, Sizes{divisor_at_most(n / 4, 64)}, {encore::inout(A), B}, name);
 }
 
 }  // namespace mlp

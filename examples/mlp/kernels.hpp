@@ -7,6 +7,7 @@
 //   mlp_softmax_xent  per row: loss = logsumexp(z) - z[label]; dz = (softmax(z) - onehot) * scale
 //   mlp_count_correct per row: correct = argmax(z) == label
 //   mlp_adam      one Adam update over a whole parameter buffer (float4 per work item)
+//   mlp_add       A[i] += B[i] (float4 per work item; summing gradient shards)
 // Each GEMM work item computes a 4x4 tile of C with float4 loads; the launch is
 // global {N/4, M/4} with the local size from gemm_local().
 #include <cstddef>
@@ -44,11 +45,13 @@ class Kernels {
   void adam(const encore::Buffer& P, const encore::Buffer& G, const encore::Buffer& M, const encore::Buffer& V, size_t n,
             const encore::Variable& lr, const encore::Variable& bc1, const encore::Variable& bc2, float beta1, float beta2,
             float eps) const;
+  // A[i] += B[i] for i < n (n a multiple of 4): one float add per element, as a host reduction does.
+  void add(const encore::Buffer& A, const encore::Buffer& B, size_t n, const char* name = "add") const;
 
  private:
   encore::Device dev_;
   encore::Program prog_;
-  encore::Kernel nn_, nt_, tn_, colsum_, xent_, correct_, adam_;
+  encore::Kernel nn_, nt_, tn_, colsum_, xent_, correct_, adam_, add_;
 };
 
 // The largest divisor of n that is at most cap (a local size that divides the global size).

@@ -34,6 +34,15 @@ AdamFactors adam_factors(const Config& c, int64_t t) {
 Model::Model(const encore::Device& dev, Config cfg) : dev_(dev), cfg_(std::move(cfg)), k_(dev) {
   if (cfg_.sizes.size() < 2) throw encore::ArgumentError("mlp::Model: need at least input and output sizes");
   if (cfg_.batch <= 0 || cfg_.batch % 4) throw encore::ArgumentError("mlp::Model: batch " + std::to_string(cfg_.batch) + " is not a positive multiple of 4");
+  if (cfg_.grad_batch < 0) throw encore::ArgumentError("mlp::Model: grad_batch " + std::to_string(cfg_.grad_batch) + " is negative");
+  if (cfg_.grad_batch == 0) cfg_.grad_batch = cfg_.batch;
+  if (cfg_.grad_shards < 1 || cfg_.batch % (4 * cfg_.grad_shards))
+    throw encore::ArgumentError("mlp::Model: batch " + std::to_string(cfg_.batch) + " does not split into " + std::to_string(cfg_.grad_shards) +
+                                " shards of a multiple of 4");
+  const size_t shard_label_bytes = size_t(cfg_.batch / cfg_.grad_shards) * sizeof(int32_t);
+  if (cfg_.grad_shards > 1 && shard_label_bytes % dev.info().base_align_bytes)
+    throw encore::ArgumentError("mlp::Model: a shard of " + std::to_string(cfg_.batch / cfg_.grad_shards) + " labels is not a multiple of " +
+                                std::to_string(dev.info().base_align_bytes) + " bytes (the device's view alignment)");
   for (size_t i = 0; i + 1 < cfg_.sizes.size(); ++i)
     if (cfg_.sizes[i] <= 0 || cfg_.sizes[i] % 4)
       throw encore::ArgumentError("mlp::Model: layer size " + std::to_string(cfg_.sizes[i]) + " is not a positive multiple of 4");
@@ -56,6 +65,7 @@ Model::Model(const encore::Device& dev, Config cfg) : dev_(dev), cfg_(std::move(
   grads_ = dev.alloc<float>(total_).set_name("grads");
   m_ = dev.alloc<float>(total_).set_name("adam_m");
   v_ = dev.alloc<float>(total_).set_name("adam_v");
+  if (cfg_.grad_shards > 1) shard_grads_ = dev.alloc<float>(total_).set_name("shard_grads");
   for (Layer& l : layers_) {
     l.W = params_.view(l.w_offset, size_t(l.in) * l.out_pad);
     l.b = params_.view(l.b_offset, size_t(l.out_pad));
@@ -88,6 +98,7 @@ void Model::init(uint64_t seed) {
 void Model::reset_optimizer() const {
   const std::vector<float> zeros(total_, 0.0f);
   grads_.copyin(zeros);  // gaps between tensors stay zero: Adam leaves their parameters at zero
+  if (shard_grads_) shard_grads_.copyin(zeros);
   m_.copyin(zeros);
   v_.copyin(zeros);
 }
@@ -105,7 +116,13 @@ Buffer Model::forward(const Buffer& x, int rows) const {
 }
 
 Buffer Model::loss_and_grad(const Buffer& x, const Buffer& y) const {
-  const int B = cfg_.batch;
+  Buffer loss = dev_.alloc<float>(size_t(cfg_.batch));
+  loss_and_grad_into(x, y, cfg_.batch, loss, grads_);
+  return loss;
+}
+
+void Model::loss_and_grad_into(const Buffer& x, const Buffer& y, int rows, const Buffer& loss, const Buffer& g) const {
+  const int B = rows;
   std::vector<Buffer> acts{x};
   for (size_t i = 0; i < layers_.size(); ++i) {
     const Layer& l = layers_[i];
@@ -114,22 +131,34 @@ Buffer Model::loss_and_grad(const Buffer& x, const Buffer& y) const {
     k_.gemm_nn(acts[i], l.W, l.b, acts[i + 1], B, l.out_pad, l.in, !last, last ? "fc_out.fwd" : "fc.fwd_relu");
   }
   Buffer dz = dev_.alloc<float>(size_t(B) * stride());
-  Buffer loss = dev_.alloc<float>(size_t(B));
-  k_.softmax_xent(acts.back(), y, dz, loss, B, classes(), stride(), 1.0f / float(B));
+  k_.softmax_xent(acts.back(), y, dz, loss, B, classes(), stride(), 1.0f / float(cfg_.grad_batch));
   for (size_t i = layers_.size(); i-- > 0;) {
     const Layer& l = layers_[i];
-    k_.gemm_tn(acts[i], dz, l.dW, l.in, l.out_pad, B, "fc.dW");
-    k_.colsum(dz, l.db, B, l.out_pad, "fc.db");
+    const Buffer dW = g.view(l.w_offset, size_t(l.in) * l.out_pad), db = g.view(l.b_offset, size_t(l.out_pad));
+    k_.gemm_tn(acts[i], dz, dW, l.in, l.out_pad, B, "fc.dW");
+    k_.colsum(dz, db, B, l.out_pad, "fc.db");
     if (i == 0) break;
     Buffer dprev = dev_.alloc<float>(size_t(B) * l.in);
     k_.gemm_nt(dz, l.W, acts[i], dprev, B, l.in, l.out_pad, "fc.dX_relu");
     dz = dprev;
   }
-  return loss;
 }
 
-Buffer Model::train_step(const Buffer& x, const Buffer& y) const {
-  Buffer loss = loss_and_grad(x, y);
+Buffer Model::train_step(const Buffer& x, const Buffer& y, const std::function<void(const Buffer&)>& reduce_grads) const {
+  Buffer loss;
+  if (cfg_.grad_shards == 1) {
+    loss = loss_and_grad(x, y);
+  } else {  // shard 0 into the gradient buffer, then each further shard's gradient added to it
+    const int S = cfg_.grad_shards, rows = cfg_.batch / S, in = cfg_.sizes.front();
+    loss = dev_.alloc<float>(size_t(cfg_.batch));
+    for (int s = 0; s < S; ++s) {
+      const size_t r0 = size_t(s) * rows;
+      loss_and_grad_into(x.view(r0 * in, size_t(rows) * in), y.view(r0, size_t(rows)), rows, loss.view(r0, size_t(rows)),
+                         s == 0 ? grads_ : shard_grads_);
+      if (s > 0) k_.add(grads_, shard_grads_, total_, "grad_shard_add");
+    }
+  }
+  if (reduce_grads) reduce_grads(grads_);
   k_.adam(params_, grads_, m_, v_, total_, lr, bc1, bc2, cfg_.beta1, cfg_.beta2, cfg_.eps);
   return loss;
 }

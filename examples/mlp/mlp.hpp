@@ -10,6 +10,7 @@
 // 128-byte aligned offsets), so one Adam launch updates everything. The class count is padded to a
 // multiple of 4 (padded logits are ignored by the loss and their weights stay zero).
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include <encore/encore.hpp>
@@ -22,6 +23,15 @@ struct Config {
   std::vector<int> sizes{784, 256, 128, 10};  // input, hidden..., classes; all but classes multiples of 4
   int batch = 128;                            // a multiple of 4
   float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
+  // Examples the loss gradient is averaged over (0: batch). Data-parallel training sets the global
+  // batch here, so that summing every rank's gradient gives the mean over the global batch.
+  int grad_batch = 0;
+  // Gradient accumulation: the batch's gradient is computed over `grad_shards` equal contiguous
+  // shards, summed in shard order (shard 0 + shard 1, then + shard 2, ...). That is bit for bit what
+  // data-parallel training over that many ranks computes with encore::Communicator's sum, so a
+  // single process can reproduce an N-rank run exactly. batch / grad_shards must be a multiple of 4
+  // and its labels' byte size a multiple of the device's view alignment.
+  int grad_shards = 1;
 };
 
 struct Layer {
@@ -61,14 +71,24 @@ class Model {
 
   // One training step on x f32 [batch, in] and labels i32 [batch]: forward, loss, backward, Adam
   // (using the current values of lr, bc1, bc2). Returns the per-example loss f32 [batch].
-  encore::Buffer train_step(const encore::Buffer& x, const encore::Buffer& y) const;
+  // `reduce_grads`, when given, runs between the backward pass and Adam on the gradient buffer
+  // (data-parallel: an all-reduce over the ranks), inside the same capture.
+  encore::Buffer train_step(const encore::Buffer& x, const encore::Buffer& y,
+                            const std::function<void(const encore::Buffer&)>& reduce_grads = {}) const;
   // Forward only, for `rows` examples: logits f32 [rows, stride()].
   encore::Buffer forward(const encore::Buffer& x, int rows) const;
   // Forward, loss and gradients (into the gradient buffer) without the update; returns the loss.
   encore::Buffer loss_and_grad(const encore::Buffer& x, const encore::Buffer& y) const;
+  // The same for `rows` examples, writing the loss into `loss` [rows] and the gradients into `g`
+  // (a buffer laid out like the gradient buffer).
+  void loss_and_grad_into(const encore::Buffer& x, const encore::Buffer& y, int rows, const encore::Buffer& loss,
+                          const encore::Buffer& g) const;
   // Per-example 0/1 correctness i32 [rows] of the argmax prediction.
   encore::Buffer eval_step(const encore::Buffer& x, const encore::Buffer& y, int rows) const;
   std::vector<float> get_grads() const { return grads_.copyout<float>(); }
+  // The whole parameter and gradient buffers (every layer's tensors are views into them).
+  const encore::Buffer& params() const { return params_; }
+  const encore::Buffer& grads() const { return grads_; }
 
   encore::Variable lr = encore::Variable::f32("lr", 0, 1);
   encore::Variable bc1 = encore::Variable::f32("adam_bc1", 1, 1e7);
@@ -81,6 +101,7 @@ class Model {
   std::vector<Layer> layers_;
   size_t total_ = 0;
   encore::Buffer params_, grads_, m_, v_;
+  encore::Buffer shard_grads_;  // grad_shards > 1: one shard's gradient before it is added
 };
 
 }  // namespace mlp
