@@ -15,9 +15,12 @@
 // allreduce and broadcast run now (like Device::copy) and, inside a capture, are recorded as a
 // native item reading and writing the buffer: never pruned as one-time, run on every replay in
 // step order with the buffer bound then. The buffer goes through host staging memory allocated
-// when the call is made (no allocation on replay): a blocking read (after the work queued before
-// it), MPI, a blocking write back. Every rank must issue the same collectives in the same order
-// (as with MPI itself): capture and replay the same step on every rank.
+// when the call is made (no allocation on replay): a read (after the work queued before it), MPI,
+// a blocking write back. Eagerly the call does all three before it returns. On replay the read is
+// enqueued at the item's place and MPI and the write back run just before the first later item
+// that touches the buffer (or at the end of the step): independent items queued in between run
+// on the device meanwhile. Every rank must issue the same collectives in the same order (as with
+// MPI itself): capture and replay the same step on every rank.
 //
 // Determinism: the result never depends on timing or on the MPI library's reduction algorithm.
 // allreduce gathers every rank's buffer to rank 0 (MPI_Gather), which reduces element by element
