@@ -10,7 +10,7 @@ namespace detail {
 
 DeviceImpl::DeviceImpl() : allocator(std::make_unique<Allocator>(this)) {}
 DeviceImpl::~DeviceImpl() = default;
-void DeviceImpl::copy_peer(DeviceImpl& src_dev, NativeMem*, size_t, NativeMem*, size_t, size_t) {
+void DeviceImpl::copy_peer(DeviceImpl& src_dev, NativeMem*, size_t, NativeMem*, size_t, size_t, NativeEvent* const*, uint32_t, NativeEvent**) {
   throw Error("internal error: copy_peer from " + src_dev.info.id + " to " + info.id + ", which is not its async peer");
 }
 std::vector<std::shared_ptr<DeviceImpl>> DeviceImpl::split(unsigned) {

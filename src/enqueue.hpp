@@ -33,10 +33,10 @@ inline void enqueue_launch(DeviceImpl& dev, BackendKernel& k, const LaunchDims& 
 // platforms) the bytes go through `staging` (host memory of at least n bytes; null: a temporary).
 void enqueue_copy(BufferImpl& dst, BufferImpl& src, size_t n, unsigned char* staging);
 
-// dst <- src between two queues of one context, with no order between them: the caller orders
-// the queues (replay: src/unit/sync.cpp).
-inline void enqueue_peer_copy(BufferImpl& dst, BufferImpl& src, size_t n) {
-  dst.dev->copy_peer(*src.dev, dst.root()->mem, dst.offset, src.root()->mem, src.offset, n);
+// dst <- src between two queues of one context, after `waits` only (setting `*done` to the copy's
+// event when given): the caller orders the queues (replay: src/unit/sync.cpp).
+inline void enqueue_peer_copy(BufferImpl& dst, BufferImpl& src, size_t n, NativeEvent* const* waits, uint32_t n_waits, NativeEvent** done) {
+  dst.dev->copy_peer(*src.dev, dst.root()->mem, dst.offset, src.root()->mem, src.offset, n, waits, n_waits, done);
 }
 
 // A native call over its buffers' memory.

@@ -139,9 +139,11 @@ struct DeviceImpl : std::enable_shared_from_this<DeviceImpl> {
   virtual bool copy_from(DeviceImpl& src_dev, NativeMem* dst_root, size_t dst_off, NativeMem* src_root, size_t src_off, size_t n) = 0;
   // Replay's cross-device copies (src/unit/sync.cpp): true when a copy from `src` can run on this
   // queue asynchronously to src's queue (one context). The caller then orders the two queues with
-  // markers and barriers for exactly the items the copy depends on, and enqueues it by copy_peer.
+  // markers and barriers for exactly the items the copy depends on, and enqueues it by copy_peer:
+  // after `waits` (null entries skipped), setting `*done` (when given) to the copy's own event.
   virtual bool async_peer(const DeviceImpl& /*src*/) const { return false; }
-  virtual void copy_peer(DeviceImpl& src_dev, NativeMem* dst_root, size_t dst_off, NativeMem* src_root, size_t src_off, size_t n);
+  virtual void copy_peer(DeviceImpl& src_dev, NativeMem* dst_root, size_t dst_off, NativeMem* src_root, size_t src_off, size_t n,
+                         NativeEvent* const* waits, uint32_t n_waits, NativeEvent** done);
   // Later work on this queue starts after `evs` (markers of this context's queues; null entries are
   // skipped) have completed, without a host wait.
   virtual void enqueue_barrier(NativeEvent* const* /*evs*/, uint32_t /*n*/) {}

@@ -280,9 +280,26 @@ class ClDevice final : public DeviceImpl {
     auto* s = dynamic_cast<const ClDevice*>(&src);
     return s && s != this && s->ctx() == ctx();
   }
-  void copy_peer(DeviceImpl& src_dev, NativeMem* dst, size_t doff, NativeMem* src, size_t soff, size_t n) override {
-    if (cl_int st = clEnqueueCopyBuffer(queue(), cl::mem(src), cl::mem(dst), soff, doff, n, 0, nullptr, nullptr); st != CL_SUCCESS)
+  void copy_peer(DeviceImpl& src_dev, NativeMem* dst, size_t doff, NativeMem* src, size_t soff, size_t n, NativeEvent* const* waits,
+                 uint32_t n_waits, NativeEvent** done) override {
+    cl_event w[16];
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n_waits; ++i)
+      if (waits[i]) {
+        if (k == 16) {  // no allocation here: a long list waits through a barrier first
+          enqueue_barrier(waits + i, n_waits - i);
+          break;
+        }
+        w[k++] = reinterpret_cast<cl_event>(waits[i]);
+      }
+    cl_event ev = nullptr;
+    if (cl_int st = clEnqueueCopyBuffer(queue(), cl::mem(src), cl::mem(dst), soff, doff, n, k, k ? w : nullptr, done ? &ev : nullptr);
+        st != CL_SUCCESS)
       cl::check(st, "clEnqueueCopyBuffer", "cross-device copy of " + std::to_string(n) + " bytes " + src_dev.info.id + " -> " + info.id);
+    if (done) {
+      clFlush(queue());  // a waiter on another queue needs it submitted
+      *done = reinterpret_cast<NativeEvent*>(ev);
+    }
   }
   void enqueue_barrier(NativeEvent* const* evs, uint32_t n) override {
     cl_event w[16];

@@ -53,8 +53,12 @@ static void run_item(BoundItem& b) {
   switch (b.kind) {
     case ItemKind::kernel: enqueue_launch(*b.dev, *b.kernel, b.ld, nullptr); return;
     case ItemKind::copy:
-      if (b.peer) enqueue_peer_copy(*b.dst, *b.src, b.n);
-      else enqueue_copy(*b.dst, *b.src, b.n, b.staging);
+      if (const PeerCopy* pc = b.peer) {
+        for (uint32_t i = 0; i < pc->n_waits; ++i) pc->gather[i] = pc->events[pc->wait_slots[i]];
+        enqueue_peer_copy(*b.dst, *b.src, b.n, pc->gather, pc->n_waits, pc->signal >= 0 ? &pc->events[pc->signal] : nullptr);
+      } else {
+        enqueue_copy(*b.dst, *b.src, b.n, b.staging);
+      }
       return;
     case ItemKind::upload: enqueue_upload(*b.dst, b.data, b.n, false); return;
     case ItemKind::native:

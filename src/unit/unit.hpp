@@ -104,6 +104,16 @@ CrossSync plan_sync(const Plan& p);
 // Roots created during capture `capture_id` that no handle outside `items` refers to.
 std::vector<BufferImpl*> find_internal(const std::vector<ExecItem>& items, uint64_t capture_id);
 
+// A copy between devices of one context on replay: it waits for these events (its dependencies) and
+// sets its own event into its slot (for the items that depend on it). Points into the Binding.
+struct PeerCopy {
+  const uint32_t* wait_slots = nullptr;
+  uint32_t n_waits = 0;
+  int32_t signal = -1;
+  NativeEvent** events = nullptr;  // this replay's events by slot
+  NativeEvent** gather = nullptr;  // room for n_waits events
+};
+
 // One item ready to enqueue: what the replay loop reads, nothing else.
 struct BoundItem {
   ItemKind kind = ItemKind::kernel;
@@ -118,7 +128,7 @@ struct BoundItem {
   const NativeCall* call = nullptr;  // native: the call and its buffers' memory (in the binding)
   NativeMem** mems = nullptr;
   uint32_t item = 0;                 // index in the plan
-  bool peer = false;                 // a copy between queues of one context, ordered by events (sync.cpp)
+  const PeerCopy* peer = nullptr;    // a copy between queues of one context, ordered by events (sync.cpp)
   bool split = false;                // a split-phase native call: begun here, finished later
   uint32_t finish_at = 0, finish_n = 0;  // split items to finish before this one: Binding::finish_list
   int32_t signal = -1;               // cross-device order: event slot set after it runs
@@ -151,6 +161,7 @@ struct Binding {
   // cross-device order (plan.sync): this replay's events by slot, and a buffer to gather wait lists
   std::vector<uint32_t> wait_slots;
   std::vector<NativeEvent*> events, gather;
+  std::vector<PeerCopy> peers;  // sized once: items point into it
   // split-phase items: bound indexes to finish before each item; those begun and not yet finished
   // (in begin order, which is the order they finish in)
   std::vector<uint32_t> finish_list, pending;
