@@ -101,8 +101,9 @@ int main(void) {
     if (strcmp(id, "NULL") != 0) EXPECT_ERR(encore_device_split(dev, 100000, parts), ENCORE_ERROR_DEVICE, "compute units");
     EXPECT_TRUE(parts[0] == NULL); /* nothing made on failure */
     REQUIRE_OK(encore_device_split(nulldev, 3, parts));
-    EXPECT_OK(encore_device_info(parts[2], &id, &name));
-    EXPECT_TRUE(strcmp(id, "NULL.2") == 0);
+    const char *part_id = NULL, *part_name = NULL; /* valid while parts[2] lives */
+    EXPECT_OK(encore_device_info(parts[2], &part_id, &part_name));
+    EXPECT_TRUE(strcmp(part_id, "NULL.2") == 0);
     for (int i = 0; i < 3; ++i) EXPECT_OK(encore_device_destroy(parts[i]));
   }
 
