@@ -56,6 +56,22 @@ void enqueue_copy(BufferImpl& d, BufferImpl& s, size_t n, unsigned char* staging
   NativeMem* sm = s.root()->mem;
   if (d.dev == s.dev) {
     d.dev->copy(dm, d.offset, sm, s.offset, n);
+  } else if (d.dev->async_peer(*s.dev)) {
+    // Without a plan, order by whole queues: the copy runs after everything queued on the source
+    // so far, and the source's later work waits for the copy (replay keeps only the dependencies:
+    // src/unit/sync.cpp). Same copy_peer either way.
+    NativeEvent* ready = s.dev->enqueue_marker();
+    NativeEvent* done = nullptr;
+    try {
+      enqueue_peer_copy(d, s, n, &ready, 1, &done);
+      s.dev->enqueue_barrier(&done, 1);
+    } catch (...) {
+      s.dev->release_event(ready);
+      if (done) d.dev->release_event(done);
+      throw;
+    }
+    s.dev->release_event(ready);
+    d.dev->release_event(done);
   } else if (!d.dev->copy_from(*s.dev, dm, d.offset, sm, s.offset, n)) {
     std::vector<unsigned char> tmp;
     if (!staging) {

@@ -135,7 +135,8 @@ struct DeviceImpl : std::enable_shared_from_this<DeviceImpl> {
     return nullptr;
   }
   virtual void copy(NativeMem* dst_root, size_t dst_off, NativeMem* src_root, size_t src_off, size_t n) = 0;
-  // Copy from a root on another device; false when the backends cannot do it directly.
+  // Copy from a root on another device, complete when it returns (NULL); false when the backend
+  // cannot (then: copy_peer between async peers, else through host memory).
   virtual bool copy_from(DeviceImpl& src_dev, NativeMem* dst_root, size_t dst_off, NativeMem* src_root, size_t src_off, size_t n) = 0;
   // Replay's cross-device copies (src/unit/sync.cpp): true when a copy from `src` can run on this
   // queue asynchronously to src's queue (one context). The caller then orders the two queues with

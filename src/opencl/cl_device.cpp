@@ -314,21 +314,8 @@ class ClDevice final : public DeviceImpl {
       }
     if (k) cl::check(clEnqueueBarrierWithWaitList(queue(), k, w, nullptr), "clEnqueueBarrierWithWaitList", info.id);
   }
-  bool copy_from(DeviceImpl& src_dev, NativeMem* dst, size_t doff, NativeMem* src, size_t soff, size_t n) override {
-    auto* s = dynamic_cast<ClDevice*>(&src_dev);
-    if (!s || s->ctx() != ctx()) return false;
-    // The copy runs on our queue after the source queue's pending work; the source queue then
-    // waits for the copy, so neither side can overwrite bytes the other still needs.
-    cl_event ready = nullptr, done = nullptr;
-    cl::check(clEnqueueMarkerWithWaitList(s->queue(), 0, nullptr, &ready), "clEnqueueMarkerWithWaitList");
-    cl::Event r(ready);
-    cl::check(clEnqueueCopyBuffer(queue(), cl::mem(src), cl::mem(dst), soff, doff, n, 1, &ready, &done),
-              "clEnqueueCopyBuffer", "cross-device copy " + src_dev.info.id + " -> " + info.id);
-    cl::Event d(done);
-    cl::check(clEnqueueBarrierWithWaitList(s->queue(), 1, &done, nullptr), "clEnqueueBarrierWithWaitList");
-    clFlush(s->queue());
-    return true;
-  }
+  // between contexts: no direct copy (the core goes through host memory); within one: copy_peer
+  bool copy_from(DeviceImpl&, NativeMem*, size_t, NativeMem*, size_t, size_t) override { return false; }
   void launch(BackendKernel& k, uint32_t dims, const size_t* global, const size_t* local, uint64_t* device_ns) override {
     auto& ck = static_cast<ClKernel&>(k);
     cl_event ev = nullptr;
