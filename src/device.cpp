@@ -40,6 +40,9 @@ namespace {
 struct Registry {
   std::mutex mu;
   std::map<std::string, std::shared_ptr<detail::DeviceImpl>> open;
+  // sub-devices by (device split, parts): made once, like devices (releasing a sub-device's
+  // context while PoCL's worker threads still finish its last events crashes PoCL 3.1)
+  std::map<std::pair<const detail::DeviceImpl*, unsigned>, std::vector<std::shared_ptr<detail::DeviceImpl>>> parts;
 };
 Registry& registry() {
   static Registry* r = new Registry;
@@ -102,8 +105,12 @@ std::vector<DeviceInfo> Device::list() { return detail::list_opencl(); }
 std::vector<Device> Device::split(unsigned parts) const {
   if (!impl_) throw ArgumentError("use of a null Device");
   if (parts == 0) throw ArgumentError("Device::split: parts must be at least 1 (splitting " + impl_->info.id + ")");
+  Registry& reg = registry();
+  std::lock_guard<std::mutex> lock(reg.mu);
+  auto& made = reg.parts[{impl_.get(), parts}];
+  if (made.empty()) made = impl_->split(parts);
   std::vector<Device> out;
-  for (auto& d : impl_->split(parts)) out.emplace_back(std::move(d));
+  for (auto& d : made) out.emplace_back(d);
   return out;
 }
 

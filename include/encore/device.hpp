@@ -61,13 +61,15 @@ class ENCORE_API Device {
   static std::vector<DeviceInfo> list();
   // Splits this device into `parts` sub-devices of compute_units / parts compute units each
   // (clCreateSubDevices with CL_DEVICE_PARTITION_EQUALLY; compute units left over stay unused).
-  // Each call makes new sub-devices with ids "<id>.0" .. "<id>.<parts-1>" and one new context shared
-  // by them: copies and events between them stay on the devices; copies between a sub-device and
-  // its parent, or any device outside the split, go through host memory. A sub-device and its
-  // context are released when the last Device, Buffer, Program or unit using it is gone.
-  // DeviceError naming the OpenCL status when the device cannot be split so (parts over its compute
-  // units, no CL_DEVICE_PARTITION_EQUALLY); ArgumentError for parts == 0. The NULL device splits
-  // into `parts` new NULL devices ("NULL.0", ...), which is how tests spread work without OpenCL.
+  // The sub-devices have ids "<id>.0" .. "<id>.<parts-1>" and one new context shared by them:
+  // copies and events between them stay on the devices; copies between a sub-device and its
+  // parent, or any device outside the split, go through host memory. Like opened devices they live
+  // for the whole process, and splitting the same device into the same number of parts again gives
+  // the same sub-devices (PoCL 3.1 can crash when a sub-device's context is released right after
+  // cross-queue work). DeviceError naming the OpenCL status when the device cannot be split so
+  // (parts over its compute units, no CL_DEVICE_PARTITION_EQUALLY); ArgumentError for parts == 0.
+  // The NULL device splits into `parts` NULL devices ("NULL.0", ...), which is how tests spread
+  // work without OpenCL.
   std::vector<Device> split(unsigned parts) const;
 
   const DeviceInfo& info() const;
