@@ -13,6 +13,15 @@ DeviceImpl::~DeviceImpl() = default;
 void DeviceImpl::copy_peer(DeviceImpl& src_dev, NativeMem*, size_t, NativeMem*, size_t, size_t, NativeEvent* const*, uint32_t, NativeEvent**) {
   throw Error("internal error: copy_peer from " + src_dev.info.id + " to " + info.id + ", which is not its async peer");
 }
+void DeviceImpl::wait_release(NativeEvent* ev) {
+  try {
+    wait_event(ev);
+  } catch (...) {
+    release_event(ev);
+    throw;
+  }
+  release_event(ev);
+}
 std::vector<std::shared_ptr<DeviceImpl>> DeviceImpl::split(unsigned) {
   throw DeviceError("Device::split: " + info.id + " (" + info.name + ") cannot be split into sub-devices");
 }

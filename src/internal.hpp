@@ -168,6 +168,8 @@ struct DeviceImpl : std::enable_shared_from_this<DeviceImpl> {
   // Device start and end of a completed event's command, where the queue profiles.
   virtual bool event_times(NativeEvent* /*ev*/, uint64_t* /*start_ns*/, uint64_t* /*end_ns*/) { return false; }
   virtual void release_event(NativeEvent* /*ev*/) noexcept {}
+  // Waits for `ev` and releases it, also when the wait throws.
+  void wait_release(NativeEvent* ev);
   // Later work on this queue waits for `events` without blocking the host where the backend can
   // (events of its own context); others are waited for on the host first.
   virtual void enqueue_wait(std::span<const Event> events) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "encore/encore.hpp"
+#include "device_pair.hpp"
 #include "encore/opencl.hpp"
 #include "jit_env.hpp"
 
@@ -239,4 +240,40 @@ TEST(AllocFreeReplay, NativeItems) {
   }
   EXPECT_EQ(allocs, 0) << "heap allocations in 100 replays with a native item";
   EXPECT_EQ(get(jit(xs[1])), seq(kN, 4.f, 2.f));
+}
+
+// Two devices of one context (tests/device_pair.hpp): replay orders the cross-device copies with
+// markers, barriers and the copies' own events (src/unit/sync.cpp), still allocation-free.
+TEST(AllocFreeReplay, CrossDeviceCopies) {
+  NEED_CL();
+  const DevicePair& pair = device_pair();
+  if (pair.devs.size() != 2 || encore::opencl::context(pair.devs[0]) != encore::opencl::context(pair.devs[1]))
+    GTEST_SKIP() << "needs two OpenCL devices of one context " << pair.skip;
+  const encore::Device &a = pair.devs[0], &b = pair.devs[1];
+  const char* src = "__kernel void bump(__global float* x, float v) { x[get_global_id(0)] += v; }";
+  encore::Kernel bump_a = a.compile(src).kernel("bump"), bump_b = b.compile(src).kernel("bump");
+  auto step = [&](const Buffer& x) {  // x on a: copied to b, then overwritten on a; b's result copied back
+    Buffer y = b.alloc<float>(kN), z = a.alloc<float>(kN);
+    b.copy(y, x);
+    a.launch(bump_a, {kN}, {}, x, 1.f);
+    b.launch(bump_b, {kN}, {}, y, 2.f);
+    a.copy(z, y);
+    return z;
+  };
+  TinyJit jit(step, encore::JitOptions{});
+  std::vector<Buffer> xs{make(a, seq(kN, 1.f)), make(a, seq(kN, 2.f)), make(a, seq(kN, 3.f))};
+  for (int i = 0; i < 6; ++i) jit(xs[i % 3]);
+  a.synchronize();
+  b.synchronize();
+  long allocs = 0;
+  {
+    AllocCounter c;
+    for (int i = 0; i < 100; ++i) jit(xs[i % 3]);
+    allocs = c.count();
+  }
+  EXPECT_EQ(allocs, 0) << "heap allocations in 100 replays over " << pair.how;
+  std::vector<float> before = get(xs[1]);
+  std::vector<float> want(kN);
+  for (size_t i = 0; i < kN; ++i) want[i] = before[i] + 2.f;
+  EXPECT_EQ(get(jit(xs[1])), want);
 }

@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <span>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -259,5 +261,39 @@ TEST(CrossDevice, CopyWaitsForWorkBeforeTheReplay) {
       gate.open();
     }
     EXPECT_EQ(encore_test::get(out), affine(in, 1.f, 10.f)) << "call " << call;
+  }
+}
+
+// A replay that fails halfway (a native item throws after a cross-device copy was enqueued, before
+// its overwriter) leaves the unit usable: the next replay orders its copies afresh and is right.
+TEST(CrossDevice, AFailedReplayLeavesTheUnitUsable) {
+  Pair p;
+  if (!open_pair(p)) GTEST_SKIP() << "needs two OpenCL devices of one context (POCL_DEVICES=\"pthread pthread\", or a device that splits)";
+  Buffer token = p.b.alloc<float>(kN);
+  bool fail = false;
+  auto step = [&](const Buffer& x) {  // x on b
+    Buffer ya = p.a.alloc<float>(kN);
+    p.a.copy(ya, x);
+    encore::opencl::enqueue_native(
+        p.b,
+        [&](cl_command_queue, std::span<const cl_mem>) {
+          if (fail) throw std::runtime_error("injected failure");
+        },
+        {encore::in(token)}, "fails");
+    p.b.launch(p.bump_b, {kN}, {}, x, 10.f);  // overwrites what the copy read
+    return ya;
+  };
+  encore::TinyJit jit(step);
+  for (int call = 0; call < 6; ++call) {
+    std::vector<float> in = encore_test::seq(kN, static_cast<float>(call * 100), 1.f);
+    Buffer x = encore_test::make(p.b, in);
+    fail = call == 3;
+    if (fail) {
+      EXPECT_THROW(jit(x), std::runtime_error);
+      continue;
+    }
+    Buffer out = jit(x);
+    EXPECT_EQ(encore_test::get(out), in) << "call " << call;
+    EXPECT_EQ(encore_test::get(x), affine(in, 1.f, 10.f)) << "call " << call;
   }
 }

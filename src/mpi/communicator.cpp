@@ -2,12 +2,6 @@
 // Deterministic by construction: gather to rank 0, reduce there in rank order, broadcast the bytes.
 #include "encore/communicator.hpp"
 
-#ifndef OMPI_SKIP_MPICXX
-#define OMPI_SKIP_MPICXX 1  // the C API only (no deprecated C++ bindings)
-#endif
-#ifndef MPICH_SKIP_MPICXX
-#define MPICH_SKIP_MPICXX 1
-#endif
 #include <mpi.h>
 
 #include <algorithm>
@@ -121,25 +115,14 @@ struct CollectiveCall final : NativeCall {
     reading = d.read_async(mems[0], 0, staging.data(), nbytes);  // after the work queued before it
   }
   void cancel(detail::DeviceImpl& d) const noexcept override {
-    if (!reading) return;
-    try {
-      d.wait_event(reading);  // the device may still be writing staging
-    } catch (...) {
-    }
-    d.release_event(std::exchange(reading, nullptr));
+    if (reading) try {
+        d.wait_release(std::exchange(reading, nullptr));  // the device may still be writing staging
+      } catch (...) {
+      }
   }
   void finish(detail::DeviceImpl& d, detail::NativeMem* const* mems, size_t) const override {
     if (nbytes == 0) return;
-    if (reading) {
-      detail::NativeEvent* ev = std::exchange(reading, nullptr);
-      try {
-        d.wait_event(ev);
-      } catch (...) {
-        d.release_event(ev);
-        throw;
-      }
-      d.release_event(ev);
-    }
+    if (reading) d.wait_release(std::exchange(reading, nullptr));
     if (!mpi_alive()) throw DeviceError("encore::Communicator: MPI is not initialized or already finalized");
     MPI_Comm c = comm->comm;
     const int bytes = static_cast<int>(nbytes);

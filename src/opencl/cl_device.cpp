@@ -284,14 +284,11 @@ class ClDevice final : public DeviceImpl {
                  uint32_t n_waits, NativeEvent** done) override {
     cl_event w[16];
     uint32_t k = 0;
-    for (uint32_t i = 0; i < n_waits; ++i)
-      if (waits[i]) {
-        if (k == 16) {  // no allocation here: a long list waits through a barrier first
-          enqueue_barrier(waits + i, n_waits - i);
-          break;
-        }
-        w[k++] = reinterpret_cast<cl_event>(waits[i]);
-      }
+    if (n_waits > 16)  // no allocation here: a long list becomes a barrier before the copy
+      enqueue_barrier(waits, n_waits);
+    else
+      for (uint32_t i = 0; i < n_waits; ++i)
+        if (waits[i]) w[k++] = reinterpret_cast<cl_event>(waits[i]);
     cl_event ev = nullptr;
     if (cl_int st = clEnqueueCopyBuffer(queue(), cl::mem(src), cl::mem(dst), soff, doff, n, k, k ? w : nullptr, done ? &ev : nullptr);
         st != CL_SUCCESS)

@@ -131,8 +131,8 @@ void bind_unit(UnitImpl& u) {
       BoundItem& x = b.items.emplace_back();
       x.kind = it.kind;
       x.item = i;
+      x.dev = queue_of(it).get();
       if (it.kind == ItemKind::native) {
-        x.dev = it.native->dev.get();
         x.call = it.native.get();
         x.n = it.args.size();
         x.mems = b.native_mems.data() + b.native_mems.size();
@@ -143,7 +143,6 @@ void bind_unit(UnitImpl& u) {
         b.n_replay += pass == 0;
       } else if (it.kind == ItemKind::kernel) {
         KernelImpl& k = *it.kernel.impl();
-        x.dev = k.program->dev.get();
         {
           std::lock_guard<std::mutex> lock(k.program->mu);
           x.kernel = k.program->backend->create_kernel(k.sig->name);
@@ -175,7 +174,6 @@ void bind_unit(UnitImpl& u) {
         resolve_sizes(p, x, u.vars, x.ld);
         b.n_replay += pass == 0;
       } else {
-        x.dev = it.dst.impl()->dev.get();
         x.dst = b.current[st.dst].impl();
         x.n = it.dst.nbytes();
         b.copy_uses[st.dst].push_back(bi);
@@ -209,30 +207,19 @@ void bind_unit(UnitImpl& u) {
   }
   // cross-device order
   if (p.sync.slots) {
-    size_t most = 0, waits = 0, peers = 0;
-    for (uint32_t i = 0; i < n; ++i) {
-      waits += p.sync.waits[i].size();
-      peers += p.sync.peer[i];
-    }
-    b.wait_slots.reserve(waits);
-    b.peers.reserve(peers);
-    b.events.assign(p.sync.slots, nullptr);
+    size_t most = 0;
     for (BoundItem& x : b.items) {
       const std::vector<uint32_t>& w = p.sync.waits[x.item];
+      x.peer = p.sync.peer[x.item] != 0;
+      x.signal = p.sync.signal[x.item];
       x.wait_at = static_cast<uint32_t>(b.wait_slots.size());
+      x.wait_n = static_cast<uint32_t>(w.size());
       b.wait_slots.insert(b.wait_slots.end(), w.begin(), w.end());
       most = std::max(most, w.size());
-      if (p.sync.peer[x.item]) {  // the copy itself waits and signals
-        b.peers.push_back({b.wait_slots.data() + x.wait_at, static_cast<uint32_t>(w.size()), p.sync.signal[x.item], b.events.data(), nullptr});
-        x.peer = &b.peers.back();
-      } else {
-        x.wait_n = static_cast<uint32_t>(w.size());
-        x.signal = p.sync.signal[x.item];
-      }
     }
     for (const auto& e : p.sync.end) most = std::max(most, e.size());
+    b.events.assign(p.sync.slots, nullptr);
     b.gather.assign(most, nullptr);
-    for (PeerCopy& pc : b.peers) pc.gather = b.gather.data();
   }
   // what a replay writes: storages of fixed and planned entries (each once), and input entries
   std::unordered_set<BufferImpl*> seen_roots;

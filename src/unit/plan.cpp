@@ -21,11 +21,6 @@ template <class F> void for_each_buffer(ExecItem& it, F&& f) {
     if (a.kind == Arg::Kind::buffer) f(a.buf);
 }
 
-struct ItemAccess {
-  uint32_t entry;
-  Access access;
-};
-
 }  // namespace
 
 std::vector<BufferImpl*> find_internal(const std::vector<ExecItem>& items, uint64_t capture_id) {
@@ -99,7 +94,8 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
 
   // entries: one per distinct handle
   std::unordered_map<BufferImpl*, uint32_t> entry_of;
-  std::vector<std::vector<ItemAccess>> acc(n);
+  std::vector<std::vector<ItemAccess>>& acc = u.access;
+  acc.resize(n);
   auto entry = [&](const Buffer& b) {
     auto [it, fresh] = entry_of.emplace(b.impl(), static_cast<uint32_t>(u.entries.size()));
     if (fresh) u.entries.push_back(PlanEntry{PlanEntry::Kind::fixed, 0, 0, b, false});
@@ -328,7 +324,7 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
 
   std::unordered_set<DeviceImpl*> devs;
   for (const ExecItem& it : u.items) {
-    auto d = it.kind == ItemKind::kernel ? it.kernel.impl()->program->dev : it.kind == ItemKind::native ? it.native->dev : it.dst.impl()->dev;
+    const std::shared_ptr<DeviceImpl>& d = queue_of(it);
     if (devs.insert(d.get()).second) u.devices.push_back(d);
     if (it.kind == ItemKind::copy && devs.insert(it.src.impl()->dev.get()).second) u.devices.push_back(it.src.impl()->dev);
   }

@@ -49,16 +49,21 @@ void check_inputs(UnitImpl& u) {
   u.changed_slots.clear();
 }
 
-static void run_item(BoundItem& b) {
+// This replay's events at `slots`, gathered into one array (null where an item did not run).
+static NativeEvent* const* gather(Binding& bd, const uint32_t* slots, size_t n) {
+  for (size_t i = 0; i < n; ++i) bd.gather[i] = bd.events[slots[i]];
+  return bd.gather.data();
+}
+
+static void run_item(Binding& bd, BoundItem& b) {
   switch (b.kind) {
     case ItemKind::kernel: enqueue_launch(*b.dev, *b.kernel, b.ld, nullptr); return;
     case ItemKind::copy:
-      if (const PeerCopy* pc = b.peer) {
-        for (uint32_t i = 0; i < pc->n_waits; ++i) pc->gather[i] = pc->events[pc->wait_slots[i]];
-        enqueue_peer_copy(*b.dst, *b.src, b.n, pc->gather, pc->n_waits, pc->signal >= 0 ? &pc->events[pc->signal] : nullptr);
-      } else {
+      if (b.peer)  // its dependencies (sync.cpp) as its wait list, its own event as its signal
+        enqueue_peer_copy(*b.dst, *b.src, b.n, gather(bd, &bd.wait_slots[b.wait_at], b.wait_n), b.wait_n,
+                          b.signal >= 0 ? &bd.events[b.signal] : nullptr);
+      else
         enqueue_copy(*b.dst, *b.src, b.n, b.staging);
-      }
       return;
     case ItemKind::upload: enqueue_upload(*b.dst, b.data, b.n, false); return;
     case ItemKind::native:
@@ -69,20 +74,20 @@ static void run_item(BoundItem& b) {
 }
 
 // Tracing (encore/profile.hpp): kernels with their own events, copies and uploads at host times.
-static void run_item_traced(const Plan& p, BoundItem& b) {
+static void run_item_traced(const Plan& p, Binding& bd, BoundItem& b) {
   if (b.kind == ItemKind::kernel) {
     if (b.ld.empty) return;
     trace_item(*b.dev, b.dev->launch_traced(*b.kernel, b.ld.dims, b.ld.gws, b.ld.lws), p.items[b.item], "replay", b.ld.dims, b.ld.gws);
     return;
   }
-  run_item(b);
+  run_item(bd, b);
   trace_item(*b.dev, nullptr, p.items[b.item], "replay", 0, nullptr);
 }
 
 // ENCORE_DEBUG=2: one item at a time, synchronously, with its line (slow by design).
-static void run_item_debug(const Plan& p, BoundItem& b) {
+static void run_item_debug(const Plan& p, Binding& bd, BoundItem& b) {
   auto t0 = std::chrono::steady_clock::now();
-  run_item(b);
+  run_item(bd, b);
   b.dev->finish();
   debug_print_item(p.items[b.item], b.ld.dims, b.ld.gws, b.ld.lws, 0,
                    std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
@@ -93,7 +98,7 @@ template <class Run> static void run_items(UnitImpl& u, Binding& b, Run run) {
   if (!ENCORE_TESTING_IS(ignore_versions))
     for (auto& [r, ver] : u.once_versions) stale = stale || r->version.load(std::memory_order_acquire) != ver;
   if (!stale) {
-    for (uint32_t i = 0; i < b.n_replay; ++i) run(b.items[i]);
+    for (uint32_t i = 0; i < b.n_replay; ++i) run(b, b.items[i]);
     return;
   }
   // The versions this re-run answers for are taken before it: a write another thread makes while
@@ -104,10 +109,10 @@ template <class Run> static void run_items(UnitImpl& u, Binding& b, Run run) {
   const uint32_t n = static_cast<uint32_t>(b.items.size());
   uint32_t k = b.n_replay;
   for (uint32_t i = 0; i < b.n_replay; ++i) {
-    for (; k < n && b.items[k].item < b.items[i].item; ++k) run(b.items[k]);
-    run(b.items[i]);
+    for (; k < n && b.items[k].item < b.items[i].item; ++k) run(b, b.items[k]);
+    run(b, b.items[i]);
   }
-  for (; k < n; ++k) run(b.items[k]);
+  for (; k < n; ++k) run(b, b.items[k]);
   // our own writes: the remembered version follows each bump we make
   for (uint32_t w : u.once_written) {
     auto& [r, ver] = u.once_versions[w];
@@ -119,8 +124,7 @@ template <class Run> static void run_items(UnitImpl& u, Binding& b, Run run) {
 // and split-phase native items finished where their results are first needed. This replay's
 // markers are released at the end, or when an enqueue fails; begun split items are then cancelled.
 static void barrier(DeviceImpl& dev, Binding& b, const uint32_t* slots, size_t n) {
-  for (size_t i = 0; i < n; ++i) b.gather[i] = b.events[slots[i]];
-  dev.enqueue_barrier(b.gather.data(), static_cast<uint32_t>(n));
+  dev.enqueue_barrier(gather(b, slots, n), static_cast<uint32_t>(n));
 }
 
 // Finishes begun split items in begin order through bound item `last` (all of them: UINT32_MAX).
@@ -152,12 +156,12 @@ template <class Run> static void run_items_ordered(UnitImpl& u, Binding& b, Run 
     }
   } release{u, b};
   for (auto [d, slot] : s.start) b.events[slot] = u.plan.devices[d]->enqueue_marker();
-  run_items(u, b, [&](BoundItem& x) {
+  run_items(u, b, [&](Binding&, BoundItem& x) {
     for (uint32_t k = 0; k < x.finish_n; ++k) finish_through(b, b.finish_list[x.finish_at + k]);
-    if (x.wait_n) barrier(*x.dev, b, &b.wait_slots[x.wait_at], x.wait_n);
-    run(x);
+    if (x.wait_n && !x.peer) barrier(*x.dev, b, &b.wait_slots[x.wait_at], x.wait_n);
+    run(b, x);
     if (x.split) b.pending.push_back(static_cast<uint32_t>(&x - b.items.data()));
-    if (x.signal >= 0) b.events[x.signal] = x.dev->enqueue_marker();
+    if (x.signal >= 0 && !x.peer) b.events[x.signal] = x.dev->enqueue_marker();
   });
   finish_through(b, UINT32_MAX);
   for (size_t d = 0; d < s.end.size(); ++d)
@@ -169,15 +173,10 @@ UnitImpl::~UnitImpl() { wait_in_flight(); }
 void UnitImpl::wait_in_flight() noexcept {
   const size_t nd = plan.devices.size();
   for (size_t i = 0; i < in_flight.size(); ++i)
-    if (NativeEvent*& ev = in_flight[i]) {
-      DeviceImpl& d = *plan.devices[i % nd];
-      try {
-        d.wait_event(ev);
+    if (in_flight[i]) try {
+        plan.devices[i % nd]->wait_release(std::exchange(in_flight[i], nullptr));
       } catch (...) {  // a failed replay was reported when it was enqueued or waited for
       }
-      d.release_event(ev);
-      ev = nullptr;
-    }
 }
 
 void run_unit(UnitImpl& u) {
@@ -190,21 +189,11 @@ void run_unit(UnitImpl& u) {
   NativeEvent** slot = u.in_flight.empty() ? nullptr : &u.in_flight[u.in_flight_next * nd];
   if (slot)
     for (size_t d = 0; d < nd; ++d)
-      if (slot[d]) {
-        NativeEvent* ev = std::exchange(slot[d], nullptr);
-        DeviceImpl& dev = *u.plan.devices[d];
-        try {
-          dev.wait_event(ev);
-        } catch (...) {
-          dev.release_event(ev);
-          throw;
-        }
-        dev.release_event(ev);
-      }
+      if (slot[d]) u.plan.devices[d]->wait_release(std::exchange(slot[d], nullptr));
   for (uint32_t s = 0; s < u.staged.size(); ++s)
     if (u.staged[s]) enqueue_copy(*u.staging[s].impl(), *u.inputs[s].impl(), u.staging[s].nbytes(), nullptr);
-  if (debug) run_items_ordered(u, b, [&](BoundItem& x) { run_item_debug(u.plan, x); });
-  else if (trace_active()) run_items_ordered(u, b, [&](BoundItem& x) { run_item_traced(u.plan, x); });
+  if (debug) run_items_ordered(u, b, [&](Binding& bd, BoundItem& x) { run_item_debug(u.plan, bd, x); });
+  else if (trace_active()) run_items_ordered(u, b, [&](Binding& bd, BoundItem& x) { run_item_traced(u.plan, bd, x); });
   else if (u.plan.sync.ordered()) run_items_ordered(u, b, run_item);
   else run_items(u, b, run_item);
   for (BufferImpl* r : b.written_roots) r->version.fetch_add(1, std::memory_order_acq_rel);

@@ -56,51 +56,49 @@ bool conflict(const Plan& p, const Region& a, const Region& b) {
 
 }  // namespace
 
-const DeviceImpl* queue_of(const ExecItem& it) {
+const std::shared_ptr<DeviceImpl>& queue_of(const ExecItem& it) {
   switch (it.kind) {
-    case ItemKind::kernel: return it.kernel.impl()->program->dev.get();
-    case ItemKind::native: return it.native->dev.get();
+    case ItemKind::kernel: return it.kernel.impl()->program->dev;
+    case ItemKind::native: return it.native->dev;
     case ItemKind::copy:
-    case ItemKind::upload: return it.dst.impl()->dev.get();
+    case ItemKind::upload: break;
   }
-  return nullptr;
+  return it.dst.impl()->dev;
 }
+
+namespace {
+
+// Per item: the regions it touches, and whether it writes each.
+struct Touch {
+  Region region;
+  bool write;
+};
+using Touches = std::vector<std::vector<Touch>>;
 
 // Split-phase native items: each finishes before the first later item that touches any of its
 // buffers (every replay runs that item; one-time items before it also finish it when they run).
-static void plan_split(const Plan& p, CrossSync& s) {
+void plan_split(const Plan& p, const Touches& touches, CrossSync& s) {
   const uint32_t n = static_cast<uint32_t>(p.items.size());
   s.split.assign(n, 0);
   s.finish_before.resize(n);
-  std::vector<std::vector<Region>> touches(n);
-  bool any = false;
   for (uint32_t i = 0; i < n; ++i) {
-    const ExecItem& it = p.items[i];
-    const PlanStep& st = p.steps[i];
-    s.split[i] = it.kind == ItemKind::native && it.native->split();
-    any = any || s.split[i];
-    if (it.kind == ItemKind::kernel || it.kind == ItemKind::native) {
-      for (uint32_t a = 0; a < it.args.size(); ++a)
-        if (it.args[a].kind == Arg::Kind::buffer) touches[i].push_back(region_of(p.entries[st.arg_ref[a]]));
-    } else {
-      touches[i].push_back(region_of(p.entries[st.dst]));
-      if (it.kind == ItemKind::copy) touches[i].push_back(region_of(p.entries[st.src]));
-    }
+    s.split[i] = p.items[i].kind == ItemKind::native && p.items[i].native->split();
+    s.any_split = s.any_split || s.split[i];
   }
-  s.any_split = any;
-  if (!any) return;
-  for (uint32_t c = 0; c < n; ++c) {
+  for (uint32_t c = 0; c < n && s.any_split; ++c) {
     if (!s.split[c]) continue;
     for (uint32_t j = c + 1; j < n; ++j) {
       bool dep = false;
-      for (const Region& a : touches[c])
-        for (const Region& b : touches[j]) dep = dep || conflict(p, a, b);
+      for (const Touch& a : touches[c])
+        for (const Touch& b : touches[j]) dep = dep || conflict(p, a.region, b.region);
       if (!dep) continue;
       s.finish_before[j].push_back(c);
       if (!p.one_time[j]) break;
     }
   }
 }
+
+}  // namespace
 
 CrossSync plan_sync(const Plan& p) {
   CrossSync s;
@@ -109,7 +107,10 @@ CrossSync plan_sync(const Plan& p) {
   s.waits.resize(n);
   s.peer.assign(n, 0);
   s.end.resize(p.devices.size());
-  plan_split(p, s);
+  Touches touches(n);
+  for (uint32_t i = 0; i < n; ++i)
+    for (const ItemAccess& a : p.access[i]) touches[i].push_back({region_of(p.entries[a.entry]), has(a.access, Access::out)});
+  plan_split(p, touches, s);
   bool any = false;
   for (uint32_t i = 0; i < n; ++i) {
     const ExecItem& it = p.items[i];
@@ -117,20 +118,6 @@ CrossSync plan_sync(const Plan& p) {
   }
   if (!any) return s;
 
-  // what each item writes, and on which queue it runs
-  std::vector<const DeviceImpl*> queue(n);
-  std::vector<std::vector<Region>> writes(n);
-  for (uint32_t i = 0; i < n; ++i) {
-    const ExecItem& it = p.items[i];
-    const PlanStep& st = p.steps[i];
-    queue[i] = queue_of(it);
-    if (it.kind == ItemKind::kernel || it.kind == ItemKind::native) {
-      for (uint32_t a = 0; a < it.args.size(); ++a)
-        if (it.args[a].kind == Arg::Kind::buffer && has(it.args[a].access, Access::out)) writes[i].push_back(region_of(p.entries[st.arg_ref[a]]));
-    } else {
-      writes[i].push_back(region_of(p.entries[st.dst]));
-    }
-  }
   auto device_index = [&](const DeviceImpl* d) {
     return static_cast<uint32_t>(std::find_if(p.devices.begin(), p.devices.end(), [&](auto& x) { return x.get() == d; }) - p.devices.begin());
   };
@@ -139,12 +126,12 @@ CrossSync plan_sync(const Plan& p) {
     return s.slots++;
   };
   auto signal = [&](uint32_t i) {
-    if (s.signal[i] < 0) s.signal[i] = static_cast<int32_t>(new_slot(device_index(queue[i])));
+    if (s.signal[i] < 0) s.signal[i] = static_cast<int32_t>(new_slot(device_index(queue_of(p.items[i]).get())));
     return static_cast<uint32_t>(s.signal[i]);
   };
   std::vector<int32_t> start_slot(p.devices.size(), -1);
   auto writes_into = [&](uint32_t j, const Region& r) {
-    return std::any_of(writes[j].begin(), writes[j].end(), [&](const Region& w) { return conflict(p, w, r); });
+    return std::any_of(touches[j].begin(), touches[j].end(), [&](const Touch& t) { return t.write && conflict(p, t.region, r); });
   };
   for (uint32_t c = 0; c < n; ++c) {
     if (!s.peer[c]) continue;
@@ -154,7 +141,7 @@ CrossSync plan_sync(const Plan& p) {
     // items run only when rebuilt; a marker after one that did not run is skipped)
     bool covered = false;
     for (uint32_t j = c; j-- > 0;)
-      if (queue[j] == from && writes_into(j, read)) {
+      if (queue_of(p.items[j]).get() == from && writes_into(j, read)) {
         s.waits[c].push_back(signal(j));
         if (!p.one_time[j]) {
           covered = true;
@@ -172,7 +159,7 @@ CrossSync plan_sync(const Plan& p) {
     // the overwriters after it on the source queue, up to the first one every replay runs
     covered = false;
     for (uint32_t j = c + 1; j < n && !covered; ++j)
-      if (queue[j] == from && writes_into(j, read)) {
+      if (queue_of(p.items[j]).get() == from && writes_into(j, read)) {
         s.waits[j].push_back(signal(c));
         covered = !p.one_time[j];
       }

@@ -23,6 +23,12 @@ struct SizeRef {
   int64_t mul = 0, add = 0;
 };
 
+// An item's use of an entry (kernel and native arguments, a copy's source and destination).
+struct ItemAccess {
+  uint32_t entry;
+  Access access;
+};
+
 // One distinct buffer handle used by the items, and where its bytes live on replay.
 struct PlanEntry {
   enum class Kind : uint8_t { fixed, input, planned } kind = Kind::fixed;
@@ -68,6 +74,7 @@ struct Plan {
   std::vector<PlanStep> steps;  // per item
   std::vector<bool> one_time;
   std::vector<PlanEntry> entries;
+  std::vector<std::vector<ItemAccess>> access;     // per item: the entries it reads and writes
   std::vector<Buffer> inputs, outputs;            // captured
   std::vector<std::vector<uint32_t>> slot_entries; // per input slot: its entries
   std::vector<std::vector<uint8_t>> captured_overlap;  // [i][j]: captured inputs i and j overlap
@@ -98,21 +105,11 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
                std::vector<BufferImpl*> internal, const std::vector<uint64_t>& capture_ids);
 
 // sync.cpp: the device whose queue runs an item, and the cross-device order of a plan.
-const DeviceImpl* queue_of(const ExecItem& it);
+const std::shared_ptr<DeviceImpl>& queue_of(const ExecItem& it);
 CrossSync plan_sync(const Plan& p);
 
 // Roots created during capture `capture_id` that no handle outside `items` refers to.
 std::vector<BufferImpl*> find_internal(const std::vector<ExecItem>& items, uint64_t capture_id);
-
-// A copy between devices of one context on replay: it waits for these events (its dependencies) and
-// sets its own event into its slot (for the items that depend on it). Points into the Binding.
-struct PeerCopy {
-  const uint32_t* wait_slots = nullptr;
-  uint32_t n_waits = 0;
-  int32_t signal = -1;
-  NativeEvent** events = nullptr;  // this replay's events by slot
-  NativeEvent** gather = nullptr;  // room for n_waits events
-};
 
 // One item ready to enqueue: what the replay loop reads, nothing else.
 struct BoundItem {
@@ -128,7 +125,7 @@ struct BoundItem {
   const NativeCall* call = nullptr;  // native: the call and its buffers' memory (in the binding)
   NativeMem** mems = nullptr;
   uint32_t item = 0;                 // index in the plan
-  const PeerCopy* peer = nullptr;    // a copy between queues of one context, ordered by events (sync.cpp)
+  bool peer = false;                 // a copy between queues of one context: takes its waits and signal itself
   bool split = false;                // a split-phase native call: begun here, finished later
   uint32_t finish_at = 0, finish_n = 0;  // split items to finish before this one: Binding::finish_list
   int32_t signal = -1;               // cross-device order: event slot set after it runs
@@ -161,7 +158,6 @@ struct Binding {
   // cross-device order (plan.sync): this replay's events by slot, and a buffer to gather wait lists
   std::vector<uint32_t> wait_slots;
   std::vector<NativeEvent*> events, gather;
-  std::vector<PeerCopy> peers;  // sized once: items point into it
   // split-phase items: bound indexes to finish before each item; those begun and not yet finished
   // (in begin order, which is the order they finish in)
   std::vector<uint32_t> finish_list, pending;

@@ -2,12 +2,6 @@
 // as items of a TinyJit step. Each rank prints its failures; rank 0 prints "N passed, N failed"
 // over all ranks and the program exits non-zero when any check failed on any rank.
 //   mpirun --allow-run-as-root --oversubscribe -np 2 build/tests/mpi/encore-mpi-tests
-#ifndef OMPI_SKIP_MPICXX
-#define OMPI_SKIP_MPICXX 1  // the C API only (no deprecated C++ bindings)
-#endif
-#ifndef MPICH_SKIP_MPICXX
-#define MPICH_SKIP_MPICXX 1
-#endif
 #include <mpi.h>
 
 #include <CL/cl.h>
