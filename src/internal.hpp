@@ -234,6 +234,11 @@ struct BufferImpl {
   void bump() { root()->version.fetch_add(1, std::memory_order_relaxed); }
 };
 
+// `count` elements of `t` at `byte_offset` into `of` (a view, or `of`'s root when that is all of
+// it), without the alignment check of Buffer::view: for the byte ranges of partial transfers (never
+// a kernel argument) and for rebasing views that passed the check at capture. The range must fit.
+Buffer region(const Buffer& of, DType t, size_t byte_offset, size_t count);
+
 // Views of recently bound inputs at one place (`count` elements of `dtype` at byte `rel`), so a
 // replay that rotates among inputs allocates nothing once each input was seen: up to kMax inputs
 // are remembered (then the oldest is replaced). The inputs are held, so a freed input's address can
