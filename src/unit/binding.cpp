@@ -193,6 +193,14 @@ void bind_unit(UnitImpl& u) {
       }
     }
   }
+  // the last replayed item on each device: when it is a kernel, its own event completes the replay
+  // there (the queue is in order), so bounding work in flight costs no extra command
+  for (size_t d = 0; d < p.devices.size(); ++d)
+    for (uint32_t bi = b.n_replay; bi-- > 0;)
+      if (b.items[bi].dev == p.devices[d].get()) {
+        if (b.items[bi].kind == ItemKind::kernel) b.items[bi].ends_device = static_cast<int32_t>(d);
+        break;
+      }
   // split-phase items
   if (p.sync.ordered()) {
     std::vector<uint32_t> bound_of(n);
