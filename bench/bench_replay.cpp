@@ -226,6 +226,95 @@ void BM_hand(benchmark::State& state, int K, bool sub_buffers) {
   set_counters(state, K, false);
 }
 
+// ---- a launch-bound loop: one stencil kernel per step -------------------------------------------
+// A 64x64 five-point stencil between two grids that swap roles every step, kSteps steps per
+// iteration then a finish: replay (TinyJit over (src, dst), its two input slots swapping each call)
+// vs a hand-written loop that sets both arguments and enqueues, every step. Here a replay's own
+// extra commands would show, not the planner's or the chain's.
+constexpr size_t kGrid = 64;
+constexpr int kSteps = 2000;
+constexpr const char* kStencilSrc = R"(
+__kernel void stencil(__global const float* a, __global float* b) {
+  int x = (int)get_global_id(0), y = (int)get_global_id(1), n = (int)get_global_size(0);
+  float c = a[y * n + x];
+  float l = x > 0 ? a[y * n + x - 1] : c, r = x < n - 1 ? a[y * n + x + 1] : c;
+  float u = y > 0 ? a[(y - 1) * n + x] : c, d = y < n - 1 ? a[(y + 1) * n + x] : c;
+  b[y * n + x] = c + 0.2f * (l + r + u + d - 4.0f * c);
+})";
+
+struct Stencil {
+  encore::Device dev;
+  encore::Kernel k;
+  void operator()(const encore::Buffer& a, const encore::Buffer& b) const { dev.launch(k, {kGrid, kGrid}, {16, 16}, a, b); }
+};
+
+std::vector<float> stencil_init() {
+  std::vector<float> h(kGrid * kGrid, 0.f);
+  h[kGrid * kGrid / 2 + kGrid / 2] = 1000.f;
+  return h;
+}
+
+// range(0): -1 the default bound (3 replays, at least 64 items in flight), N >= 0: exactly N replays
+// in flight (min_items_in_flight 0; 0: unbounded)
+void BM_stencil_replay(benchmark::State& state) {
+  static encore::Device dev = encore::Device::open();
+  static Stencil st{dev, dev.compile(kStencilSrc).kernel("stencil")};
+  static encore::Buffer g[2] = {dev.alloc<float>(kGrid * kGrid), dev.alloc<float>(kGrid * kGrid)};
+  static std::map<int64_t, std::unique_ptr<encore::TinyJit<Stencil>>> jits;
+  auto& j = jits[state.range(0)];
+  if (!j) {
+    encore::JitOptions o;
+    if (state.range(0) >= 0) {
+      o.max_in_flight = static_cast<uint32_t>(state.range(0));
+      o.min_items_in_flight = 0;
+    }
+    j = std::make_unique<encore::TinyJit<Stencil>>(st, o);
+  }
+  encore::TinyJit<Stencil>& jit = *j;
+  g[0].copyin(stencil_init());
+  for (auto _ : state) {
+    for (int i = 0; i < kSteps; ++i) jit(g[i % 2], g[(i + 1) % 2]);
+    dev.synchronize();
+  }
+  state.counters["per_step"] =
+      benchmark::Counter(static_cast<double>(kSteps), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+void BM_stencil_hand(benchmark::State& state) {
+  static HandChain base(1);  // its context and queue
+  static cl_kernel k = nullptr;
+  static cl_mem g[2] = {nullptr, nullptr};
+  cl_int err = CL_SUCCESS;
+  if (!k) {
+    cl_device_id dev = nullptr;
+    CHECK(clGetCommandQueueInfo(base.q, CL_QUEUE_DEVICE, sizeof dev, &dev, nullptr));
+    const char* src = kStencilSrc;
+    cl_program prog = clCreateProgramWithSource(base.ctx, 1, &src, nullptr, &err);
+    CHECK(err);
+    CHECK(clBuildProgram(prog, 1, &dev, "", nullptr, nullptr));
+    k = clCreateKernel(prog, "stencil", &err);
+    CHECK(err);
+    clReleaseProgram(prog);
+    for (cl_mem& m : g) {
+      m = clCreateBuffer(base.ctx, CL_MEM_READ_WRITE, kGrid * kGrid * sizeof(float), nullptr, &err);
+      CHECK(err);
+    }
+  }
+  std::vector<float> h = stencil_init();
+  CHECK(clEnqueueWriteBuffer(base.q, g[0], CL_TRUE, 0, h.size() * sizeof(float), h.data(), 0, nullptr, nullptr));
+  const size_t gws[2] = {kGrid, kGrid}, lws[2] = {16, 16};
+  for (auto _ : state) {
+    for (int i = 0; i < kSteps; ++i) {
+      CHECK(clSetKernelArg(k, 0, sizeof(cl_mem), &g[i % 2]));
+      CHECK(clSetKernelArg(k, 1, sizeof(cl_mem), &g[(i + 1) % 2]));
+      CHECK(clEnqueueNDRangeKernel(base.q, k, 2, nullptr, gws, lws, 0, nullptr, nullptr));
+    }
+    CHECK(clFinish(base.q));
+  }
+  state.counters["per_step"] =
+      benchmark::Counter(static_cast<double>(kSteps), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
 // ---- the summary table ---------------------------------------------------------------------------
 
 // Collects every iteration run (one per repetition) and prints medians with ratios at the end.
@@ -236,8 +325,9 @@ class SummaryReporter : public benchmark::ConsoleReporter {
     for (const Run& r : runs)
       if (r.run_type == Run::RT_Iteration && !r.error_occurred && r.iterations > 0)
       {
-        per_iter_s_[r.run_name.function_name].push_back(r.real_accumulated_time / static_cast<double>(r.iterations));
-        cpu_iter_s_[r.run_name.function_name].push_back(r.cpu_accumulated_time / static_cast<double>(r.iterations));
+        const std::string key = r.run_name.function_name + (r.run_name.args.empty() ? "" : "/" + r.run_name.args);
+        per_iter_s_[key].push_back(r.real_accumulated_time / static_cast<double>(r.iterations));
+        cpu_iter_s_[key].push_back(r.cpu_accumulated_time / static_cast<double>(r.iterations));
       }
   }
   // median seconds per iteration (wall, or the calling thread's CPU time), or -1
@@ -254,6 +344,11 @@ class SummaryReporter : public benchmark::ConsoleReporter {
     std::printf("\nmedians per kernel (over %zu repetition(s))\n", reps());
     std::printf("wall time per kernel; host = CPU time of the enqueuing thread (what encore adds shows here: the\n"
                 "device's own time and other processes' load do not)\n");
+    if (double sh = median("stencil_hand"); sh > 0)
+      for (auto [arg, what] : {std::pair{"-1", "default bound"}, {"3", "exactly 3 replays in flight"}, {"0", "unbounded"}})
+        if (double sr = median(std::string("stencil_replay/") + arg); sr > 0)
+          std::printf("launch-bound stencil %dx%d, one kernel per step: replay (%s) %s, hand %s per step, replay/hand %s\n", int(kGrid),
+                      int(kGrid), what, fmt(sr * 1e6 / kSteps, " us").c_str(), fmt(sh * 1e6 / kSteps, " us").c_str(), fmt(sr / sh, "x").c_str());
     std::printf("%-6s %6s %12s %12s %12s %12s %12s %12s %12s %12s %12s\n", "device", "K", "eager", "replay", "hand", "hand_sub", "replay/hand",
                 "eager/replay", "host replay", "host hand", "host r/h");
     for (const char* dev : {"CL", "NULL"})
@@ -303,6 +398,10 @@ int main(int argc, char** argv) {
         benchmark::RegisterBenchmark(SummaryReporter::name("hand_sub", dev, K).c_str(), BM_hand, K, true)->UseRealTime();
       }
     }
+  }
+  if (have_cl) {
+    benchmark::RegisterBenchmark("stencil_replay", BM_stencil_replay)->Arg(-1)->Arg(3)->Arg(0)->UseRealTime();
+    benchmark::RegisterBenchmark("stencil_hand", BM_stencil_hand)->UseRealTime();
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

@@ -50,7 +50,8 @@ Buffer ViewCache::get(const Buffer& in, DType dtype, uint64_t rel, size_t count)
   if (rel == 0 && in.dtype() == dtype && in.count() == count) return in;
   for (auto& [k, v] : slots)
     if (k == in) return v;
-  Buffer v = in.view_as(dtype, rel, count);
+  // the captured view passed view()'s checks, or is a partial transfer's region (no alignment needed)
+  Buffer v = region(in, dtype, rel, count);
   if (slots.size() < kMax) {
     slots.emplace_back(in, v);
   } else {
@@ -143,17 +144,34 @@ Buffer Buffer::view_as(DType t, size_t byte_offset, size_t count) const {
   if (abs % align != 0)
     throw ArgumentError("Buffer::view: byte offset " + std::to_string(abs) + " into the base storage is not a multiple of " +
                         b.dev->info.id + "'s base-address alignment (" + std::to_string(align) + " bytes)");
-  if (abs == 0 && nb == b.root()->nbytes && t == b.root()->dtype) return Buffer(b.base ? b.base : impl_);
+  return detail::region(*this, t, byte_offset, count);
+}
+
+namespace detail {
+
+Buffer region(const Buffer& of, DType t, size_t byte_offset, size_t count) {
+  BufferImpl& b = *of.impl();
+  const size_t abs = b.offset + byte_offset, nb = count * size(t);
+  if (abs == 0 && nb == b.root()->nbytes && t == b.root()->dtype) return Buffer(b.base ? b.base : of.shared_impl());
   auto v = std::make_shared<BufferImpl>();
   v->dev = b.dev;
   v->dtype = t;
   v->count = count;
   v->nbytes = nb;
-  v->base = b.base ? b.base : impl_;
+  v->base = b.base ? b.base : of.shared_impl();
   v->offset = abs;
   v->name = b.name;
-  if (detail::Recorder* r = detail::current_recorder()) v->capture_id = r->id;
+  if (Recorder* r = current_recorder()) v->capture_id = r->id;
   return Buffer(std::move(v));
+}
+
+}  // namespace detail
+
+size_t Buffer::element_bytes(size_t offset, size_t elem) const {
+  size_t b = 0;
+  if (__builtin_mul_overflow(offset, elem, &b))
+    throw ArgumentError("Buffer transfer: element offset " + std::to_string(offset) + " lies beyond the end of " + describe());
+  return b;
 }
 
 void Buffer::check_type(DType t, size_t elem, bool known) const {

@@ -263,33 +263,60 @@ void Device::run(const ExecItem& item) const {
 void Buffer::copyin_bytes(const void* src, size_t n) const {
   if (!impl_) throw ArgumentError("copyin: null buffer");
   if (n != impl_->nbytes)
-    throw ArgumentError("copyin: " + std::to_string(n) + " bytes given, " + describe() + " holds " + std::to_string(impl_->nbytes));
+    throw ArgumentError("copyin: " + std::to_string(n) + " bytes given, " + describe() + " holds " + std::to_string(impl_->nbytes) +
+                        " (a partial copyin takes an offset: copyin(data, offset))");
+  copyin_bytes(src, n, 0);
+}
+
+// The byte range [off, off + n) of `b` as a buffer of its own: `b` itself when that is all of it,
+// else a region (typed like `b` when the range holds whole elements, else bytes).
+static Buffer transfer_range(const Buffer& b, size_t n, size_t off, const char* what) {
+  size_t end = 0;
+  if (n == 0 || __builtin_add_overflow(off, n, &end) || end > b.nbytes())
+    throw ArgumentError(std::string(what) + ": " + std::to_string(n) + " bytes at byte offset " + std::to_string(off) +
+                        " do not fit in " + b.describe() + " (" + std::to_string(b.nbytes()) + " bytes)");
+  if (off == 0 && n == b.nbytes()) return b;
+  const size_t es = size(b.dtype());
+  return off % es == 0 && n % es == 0 ? region(b, b.dtype(), off, n / es) : region(b, DType::u8, off, n);
+}
+
+void Buffer::copyin_bytes(const void* src, size_t n, size_t off) const {
+  if (!impl_) throw ArgumentError("copyin: null buffer");
+  const Buffer dst = transfer_range(*this, n, off, "copyin");
   if (Recorder* r = current_recorder()) {
     // recorded as an upload holding a snapshot: replayed every call, like any other write
     ExecItem item;
     item.kind = ItemKind::upload;
-    item.dst = *this;
+    item.dst = dst;
     auto p = static_cast<const unsigned char*>(src);
     item.data = std::make_shared<const std::vector<unsigned char>>(p, p + n);
     run_item_eager(item);
     r->items.push_back(std::move(item));
     return;
   }
-  impl_->ensure_allocated();
-  enqueue_upload(*impl_, static_cast<const unsigned char*>(src), n, true);
-  impl_->bump();
+  BufferImpl& d = *dst.impl();
+  d.ensure_allocated();
+  enqueue_upload(d, static_cast<const unsigned char*>(src), n, true);
+  d.bump();
 }
 
 void Buffer::copyout_bytes(void* dst, size_t n) const {
+  if (!impl_) throw ArgumentError("copyout: null buffer");
+  if (n != impl_->nbytes)
+    throw ArgumentError("copyout: " + std::to_string(n) + " bytes requested, " + describe() + " holds " + std::to_string(impl_->nbytes) +
+                        " (a partial copyout takes an offset: copyout(data, offset))");
+  copyout_bytes(dst, n, 0);
+}
+
+void Buffer::copyout_bytes(void* dst, size_t n, size_t off) const {
   if (!impl_) throw ArgumentError("copyout: null buffer");
   if (Recorder* r = current_recorder(); r && !r->allow_copyout)
     throw JitError("copyout of " + describe() +
                    " during a capture: its value would steer later host code, which replay never re-runs (frozen silently). "
                    "Keep host reads out of the captured step, or set allow_copyout to accept a frozen value");
-  if (n != impl_->nbytes)
-    throw ArgumentError("copyout: " + std::to_string(n) + " bytes requested, " + describe() + " holds " + std::to_string(impl_->nbytes));
+  transfer_range(*this, n, off, "copyout");
   impl_->ensure_allocated();
-  impl_->dev->read(impl_->root()->mem, impl_->offset, dst, n);
+  impl_->dev->read(impl_->root()->mem, impl_->offset + off, dst, n);
   save_dirty_programs(*impl_->dev);
 }
 

@@ -29,7 +29,12 @@ std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buf
   u.staged.assign(p.inputs.size(), 0);
   u.vars = p.var_init;
   u.changed_slots.reserve(p.inputs.size());
-  u.in_flight.assign(static_cast<size_t>(p.opt.max_in_flight) * p.devices.size(), nullptr);
+  if (p.opt.max_in_flight > 0) {
+    const uint64_t per = std::max<uint64_t>(p.stats.items_replayed, 1);
+    const uint64_t for_items = std::min<uint64_t>((p.opt.min_items_in_flight + per - 1) / per, 256);
+    u.in_flight_depth = static_cast<uint32_t>(std::max<uint64_t>(p.opt.max_in_flight, for_items));
+  }
+  u.in_flight.assign(static_cast<size_t>(u.in_flight_depth) * p.devices.size(), nullptr);
   if (debug_level() >= 1) {
     const UnitStats& st = p.stats;
     char line[320];
@@ -202,9 +207,10 @@ Event ExecutionUnit::run(std::span<const Event> wait_for) {
     auto& dev = u.plan.devices[d];
     NativeEvent* ev = nullptr;
     if (!u.in_flight.empty()) {
-      uint32_t last = (u.in_flight_next + u.plan.opt.max_in_flight - 1) % u.plan.opt.max_in_flight;
+      uint32_t last = (u.in_flight_next + u.in_flight_depth - 1) % u.in_flight_depth;
       ev = u.in_flight[last * nd + d];
       if (ev) dev->retain_event(ev);
+      dev->flush();  // a kernel's own event is not flushed: a caller that only polls done() must still see it complete
     } else {
       ev = dev->enqueue_marker();
     }

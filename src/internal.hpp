@@ -151,6 +151,8 @@ struct DeviceImpl : std::enable_shared_from_this<DeviceImpl> {
   // Enqueues; with device_ns set, waits and reports the device time.
   virtual void launch(BackendKernel& k, uint32_t dims, const size_t* global, const size_t* local, uint64_t* device_ns) = 0;
   virtual void finish() = 0;
+  // Submits what is queued (clFlush): before an event is handed to code that may only poll it.
+  virtual void flush() {}
   // Waits for the queue and reads the device clock after everything queued so far (a profiling
   // marker's end time). False where the queue has no profiling (then callers use wall time).
   virtual bool device_clock(uint64_t* /*ns*/) { return false; }
@@ -160,7 +162,8 @@ struct DeviceImpl : std::enable_shared_from_this<DeviceImpl> {
   virtual void wait_event(NativeEvent* /*ev*/) {}
   virtual bool event_done(NativeEvent* /*ev*/) { return true; }
   virtual void retain_event(NativeEvent* /*ev*/) {}
-  // A launch whose completion is traced: the kernel's own event where the backend has one.
+  // A launch with its own completion event where the backend has one (traces; a replay's last
+  // kernel on a device, whose event bounds the work in flight). Not flushed: see flush().
   virtual NativeEvent* launch_traced(BackendKernel& k, uint32_t dims, const size_t* global, const size_t* local) {
     launch(k, dims, global, local, nullptr);
     return enqueue_marker();
@@ -233,6 +236,11 @@ struct BufferImpl {
   NativeMem* handle();
   void bump() { root()->version.fetch_add(1, std::memory_order_relaxed); }
 };
+
+// `count` elements of `t` at `byte_offset` into `of` (a view, or `of`'s root when that is all of
+// it), without the alignment check of Buffer::view: for the byte ranges of partial transfers (never
+// a kernel argument) and for rebasing views that passed the check at capture. The range must fit.
+Buffer region(const Buffer& of, DType t, size_t byte_offset, size_t count);
 
 // Views of recently bound inputs at one place (`count` elements of `dtype` at byte `rel`), so a
 // replay that rotates among inputs allocates nothing once each input was seen: up to kMax inputs

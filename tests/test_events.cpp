@@ -33,9 +33,10 @@ size_t rss_bytes() {
   return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
 }
 
-encore::ExecutionUnit three_kernel_unit(Env& e, const Buffer& x, Buffer& out, uint32_t max_in_flight) {
+encore::ExecutionUnit three_kernel_unit(Env& e, const Buffer& x, Buffer& out, uint32_t max_in_flight, uint32_t min_items = 64) {
   encore::UnitOptions o;
   o.max_in_flight = max_in_flight;
+  o.min_items_in_flight = min_items;
   encore::Capture cap(o);
   cap.add_input(x);
   Buffer t = e.dev.alloc<float>(x.count());
@@ -167,6 +168,72 @@ TEST(Events, WorkInFlightIsBounded) {
   e.dev.synchronize();
   EXPECT_LT(after, before + (8u << 20)) << "RSS grew by " << (after - before) / 1024 << " KiB over 30000 replays without reads";
   EXPECT_EQ(get(out), seq(256, 2.5f, 2.f));
+}
+
+// Bounding the work in flight costs no command of its own: a replay's completion on a device is its
+// last kernel's own event (the queue is in order), a marker only where the step ends otherwise.
+// Events handed out are flushed, so polling done() alone sees them complete.
+TEST(Events, ReplayCompletionIsTheLastKernelsOwnEvent) {
+  NEED_CL();
+  Env& e = cl();
+  Buffer x = make(e.dev, seq(64, 1.f)), out = e.dev.alloc<float>(64);
+  encore::ExecutionUnit unit = three_kernel_unit(e, x, out, 3);
+  for (int i = 0; i < 4; ++i) {
+    Event done = unit.run();
+    cl_command_type type = 0;
+    ASSERT_EQ(clGetEventInfo(encore::opencl::native(done), CL_EVENT_COMMAND_TYPE, sizeof type, &type, nullptr), CL_SUCCESS);
+    EXPECT_EQ(type, static_cast<cl_command_type>(CL_COMMAND_NDRANGE_KERNEL)) << "replay " << i << ": an extra command ended it";
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!done.done() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+    EXPECT_TRUE(done.done()) << "an unflushed event never completes for a caller that only polls";
+  }
+  EXPECT_EQ(get(out), seq(64, 2.5f, 2.f));
+  // a step that ends with a copy: a marker completes it
+  encore::Capture cap;
+  cap.add_input(x);
+  Buffer t = e.dev.alloc<float>(64), y = e.dev.alloc<float>(64);
+  e.dev.launch(e.axpb, {64}, {}, x, t, 2.f, 1.f);
+  e.dev.copy(y, t);
+  cap.add_output(y);
+  encore::ExecutionUnit ends_with_copy = cap.end();
+  Event done = ends_with_copy.run();
+  cl_command_type type = 0;
+  ASSERT_EQ(clGetEventInfo(encore::opencl::native(done), CL_EVENT_COMMAND_TYPE, sizeof type, &type, nullptr), CL_SUCCESS);
+  EXPECT_EQ(type, static_cast<cl_command_type>(CL_COMMAND_MARKER));
+  done.wait();
+  EXPECT_EQ(get(y), seq(64, 3.f, 2.f));
+}
+
+// The bound itself: with min_items_in_flight 0 a run waits for the one max_in_flight runs before
+// (here behind an engine's event); by default a short step keeps at least 64 items in flight, so
+// the same unit queues 21 replays (3 kernels each) behind the event without blocking.
+TEST(Events, InFlightBoundIsExactOnRequestAndDeeperForShortSteps) {
+  NEED_CL();
+  Env& e = cl();
+  for (uint32_t min_items : {0u, 64u}) {
+    Buffer x = make(e.dev, seq(64, 1.f)), out = e.dev.alloc<float>(64);
+    encore::ExecutionUnit unit = three_kernel_unit(e, x, out, 2, min_items);
+    cl_int err = CL_SUCCESS;
+    cl_event gate = clCreateUserEvent(encore::opencl::context(e.dev), &err);
+    ASSERT_EQ(err, CL_SUCCESS);
+    Event engine = encore::opencl::adopt(e.dev, gate);
+    clReleaseEvent(gate);
+    const int free_runs = min_items ? 21 : 1;  // 22 slots (ceil(64 / 3)) or 2: the run after them waits for the first
+    std::atomic<bool> opened{false};
+    std::thread opener([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      opened = true;
+      clSetUserEventStatus(encore::opencl::native(engine), CL_COMPLETE);
+    });
+    unit.run({&engine, 1});  // every later replay queues behind this one
+    for (int i = 1; i <= free_runs; ++i) unit();
+    EXPECT_FALSE(opened.load()) << "one of the first " << free_runs + 1 << " runs waited for the gate";
+    unit();  // waits for the first run, so for the gate
+    EXPECT_TRUE(opened.load()) << "run " << free_runs + 2 << " did not wait for the run " << free_runs + 1 << " runs before";
+    opener.join();
+    e.dev.synchronize();
+    EXPECT_EQ(get(out), seq(64, 2.5f, 2.f));
+  }
 }
 
 // encore::profile: a Chrome trace lists every replayed item, with device times that do not go

@@ -301,6 +301,30 @@ TEST(Capture, TempsAtTheSameBytesShareOneArenaView) {
   EXPECT_LE(views.size(), 3u) << "planned temps should share arena views per slot";
 }
 
+// The in-flight ring: max_in_flight replays, more for a short step (min_items_in_flight items' worth,
+// at most 256 replays), exactly max_in_flight when min_items_in_flight is 0, none when unbounded.
+TEST(Capture, InFlightDepthFollowsTheStepsLength) {
+  Env& e = null_env();
+  auto depth = [&](int kernels, uint32_t max, uint32_t min_items) {
+    encore::UnitOptions o;
+    o.max_in_flight = max;
+    o.min_items_in_flight = min_items;
+    Buffer x = make(e.dev, seq(64, 1.f));
+    Capture cap(o);
+    cap.add_input(x);
+    for (int i = 0; i < kernels; ++i) e.dev.launch(e.addk, {64}, {}, x, i);
+    ExecutionUnit unit = cap.end();
+    return encore::detail::UnitImpl::of(unit).in_flight_depth;
+  };
+  EXPECT_EQ(depth(1, 3, 64), 64u);
+  EXPECT_EQ(depth(3, 3, 64), 22u);
+  EXPECT_EQ(depth(100, 3, 64), 3u);
+  EXPECT_EQ(depth(1, 3, 0), 3u);
+  EXPECT_EQ(depth(1, 300, 64), 300u);
+  EXPECT_EQ(depth(1, 3, 100000), 256u);
+  EXPECT_EQ(depth(1, 0, 64), 0u);
+}
+
 // DESIGN rule 4: a replay re-sets only the arguments whose buffer or variable changed.
 TEST(Capture, ReplayResetsOnlyChangedArguments) {
   Env& e = null_env();

@@ -64,6 +64,22 @@ class ENCORE_API Buffer {
     copyout(std::span<T>(out));
     return out;
   }
+  // Partial transfers, like clEnqueueWriteBuffer/clEnqueueReadBuffer with an offset: `src.size()`
+  // elements written from element `offset` on (any offset, no alignment needed); ArgumentError when
+  // they do not fit. Inside a capture a partial copyin is an upload item like a whole one.
+  //   x.copyin(std::span<const float>(vals), 5);   std::vector<float> one(1); x.copyout(std::span(one), 20);
+  template <class T> void copyin(std::span<const T> src, size_t offset) const {
+    check_type(dtype_of<T>, sizeof(T), has_dtype<T>);
+    copyin_bytes(src.data(), src.size_bytes(), element_bytes(offset, sizeof(T)));
+  }
+  template <class T> void copyin(const std::vector<T>& src, size_t offset) const { copyin(std::span<const T>(src), offset); }
+  template <class T> void copyout(std::span<T> dst, size_t offset) const {
+    check_type(dtype_of<T>, sizeof(T), has_dtype<T>);
+    copyout_bytes(dst.data(), dst.size_bytes(), element_bytes(offset, sizeof(T)));
+  }
+  // The same at a byte offset (any byte offset).
+  void copyin_bytes(const void* src, size_t nbytes, size_t byte_offset) const;
+  void copyout_bytes(void* dst, size_t nbytes, size_t byte_offset) const;
 
   // Every write through encore bumps the storage's version; a write through a native handle
   // (encore/opencl.hpp) must call touch() so captured units notice it.
@@ -85,6 +101,7 @@ class ENCORE_API Buffer {
 
  private:
   void check_type(DType t, size_t elem, bool known) const;
+  size_t element_bytes(size_t offset, size_t elem) const;  // offset * elem, ArgumentError on overflow
   std::shared_ptr<detail::BufferImpl> impl_;
 };
 

@@ -157,6 +157,10 @@ ENCORE_C_API encore_status encore_buffer_get_info(encore_buffer buf, encore_buff
 ENCORE_C_API encore_status encore_buffer_copyin(encore_buffer buf, const void* src, size_t nbytes);
 /* Device -> host; nbytes must equal the buffer's size. Waits for the work that writes the buffer. */
 ENCORE_C_API encore_status encore_buffer_copyout(encore_buffer buf, void* dst, size_t nbytes);
+/* Partial transfers: `count` elements from element `offset` on (any offset; they must fit).
+ * Inside a capture a write is an upload item like a whole copyin. */
+ENCORE_C_API encore_status encore_buffer_write(encore_buffer buf, size_t offset, const void* src, size_t count);
+ENCORE_C_API encore_status encore_buffer_read(encore_buffer buf, size_t offset, void* dst, size_t count);
 /* Tells encore the buffer was written through a native handle (captured units re-run one-time work). */
 ENCORE_C_API encore_status encore_buffer_touch(encore_buffer buf);
 /* A label for error messages and traces (copied). */

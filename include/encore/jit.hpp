@@ -60,6 +60,7 @@ struct JitOptions {
   int verify = 0;               // ENCORE_VERIFY=N: check the first N replays against eager runs (skipped on NULL)
   ENCORE_API static JitOptions from_env();
   uint32_t max_in_flight = 3;   // replays in flight at most (UnitOptions::max_in_flight)
+  uint32_t min_items_in_flight = 64;  // short steps keep more replays in flight (UnitOptions::min_items_in_flight)
   UnitOptions unit() const {
     UnitOptions u;
     u.prune = prune;
@@ -67,6 +68,7 @@ struct JitOptions {
     u.batch = batch;
     u.allow_copyout = allow_copyout;
     u.max_in_flight = max_in_flight;
+    u.min_items_in_flight = min_items_in_flight;
     return u;
   }
 };

@@ -56,7 +56,9 @@ struct Init {
   double lo = 0, hi = 0;                // uniform
   uint64_t seed = 0;                    //   (mod 2^64)
   Number start, step;                   // arange
-  std::filesystem::path file;           // file (resolved against the workload's directory)
+  // file (resolved against the workload's directory): "file" gives one, "files" several, rotated
+  // like generated input sets (set k reads files[k % files.size()])
+  std::vector<std::filesystem::path> files;
 };
 
 struct BufferSpec {
@@ -175,13 +177,13 @@ struct RunOptions {
 struct ENCORE_API Report {
   std::string name, device;
   int calls = 0, rotate = 0, timed_calls = 0;
-  bool prune = true, plan = true, batch = false;
+  bool prune = true, plan = true;
   size_t items = 0, items_replayed = 0, items_pruned = 0;
   double eager_step_us = 0, replay_step_us = 0, speedup = 0, capture_ms = 0;
   double eager_item_us = 0, replay_item_us = 0;  // per step item
   double eager_cpu_us = 0, replay_cpu_us = 0;    // calling thread's CPU time per timed call (mean)
   uint64_t temp_bytes_naive = 0, temp_bytes_planned = 0, temp_bytes_lower_bound = 0;
-  size_t planned_temps = 0, batches = 0;
+  size_t planned_temps = 0;
   bool compared = true;             // false on the NULL device: it computes nothing
   uint64_t mismatches = 0;          // elements that differ, over every compared call and the final state
   std::string first_mismatch;       // "call 3, buffer "e", index 0: eager 1.5, jit 1.25"

@@ -426,6 +426,35 @@ encore_status encore_buffer_copyout(encore_buffer buf, void* dst, size_t nbytes)
   });
 }
 
+// Elements [offset, offset + count) of `b` as a byte range; BadArgument when it does not fit.
+static std::pair<size_t, size_t> element_range(const Buffer& b, size_t offset, size_t count, const char* what) {
+  const size_t es = size(b.dtype());
+  size_t off = 0, n = 0, end = 0;
+  if (count == 0 || __builtin_mul_overflow(offset, es, &off) || __builtin_mul_overflow(count, es, &n) ||
+      __builtin_add_overflow(off, n, &end) || end > b.nbytes())
+    throw ArgumentError(std::string(what) + ": elements [" + std::to_string(offset) + ", " + std::to_string(offset) + " + " +
+                        std::to_string(count) + ") do not fit in " + b.describe() + " (" + std::to_string(b.count()) + " elements)");
+  return {off, n};
+}
+
+encore_status encore_buffer_write(encore_buffer buf, size_t offset, const void* src, size_t count) {
+  return guard(__func__, [&] {
+    auto b = get<BufferObj>(buf, "buf");
+    auto [off, n] = element_range(b->buf, offset, count, "encore_buffer_write");
+    need(src, "src");
+    b->buf.copyin_bytes(src, n, off);
+  });
+}
+
+encore_status encore_buffer_read(encore_buffer buf, size_t offset, void* dst, size_t count) {
+  return guard(__func__, [&] {
+    auto b = get<BufferObj>(buf, "buf");
+    auto [off, n] = element_range(b->buf, offset, count, "encore_buffer_read");
+    need(dst, "dst");
+    b->buf.copyout_bytes(dst, n, off);
+  });
+}
+
 encore_status encore_buffer_touch(encore_buffer buf) {
   return guard(__func__, [&] { get<BufferObj>(buf, "buf")->buf.touch(); });
 }

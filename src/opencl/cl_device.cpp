@@ -313,10 +313,9 @@ class ClDevice final : public DeviceImpl {
   }
   // between contexts: no direct copy (the core goes through host memory); within one: copy_peer
   bool copy_from(DeviceImpl&, NativeMem*, size_t, NativeMem*, size_t, size_t) override { return false; }
-  void launch(BackendKernel& k, uint32_t dims, const size_t* global, const size_t* local, uint64_t* device_ns) override {
-    auto& ck = static_cast<ClKernel&>(k);
-    cl_event ev = nullptr;
-    cl_int st = clEnqueueNDRangeKernel(queue(), ck.get(), dims, nullptr, global, local, 0, nullptr, device_ns ? &ev : nullptr);
+  // clEnqueueNDRangeKernel, with the launch in the error
+  void enqueue_nd(ClKernel& ck, uint32_t dims, const size_t* global, const size_t* local, cl_event* ev) {
+    cl_int st = clEnqueueNDRangeKernel(queue(), ck.get(), dims, nullptr, global, local, 0, nullptr, ev);
     if (st != CL_SUCCESS) {
       std::string what = "kernel " + ck.name() + " global [";
       for (uint32_t i = 0; i < dims; ++i) what += (i ? "," : "") + std::to_string(global[i]);
@@ -328,6 +327,11 @@ class ClDevice final : public DeviceImpl {
       }
       throw OpenCLError(st, "clEnqueueNDRangeKernel", what + " on " + info.id);
     }
+  }
+  void launch(BackendKernel& k, uint32_t dims, const size_t* global, const size_t* local, uint64_t* device_ns) override {
+    auto& ck = static_cast<ClKernel&>(k);
+    cl_event ev = nullptr;
+    enqueue_nd(ck, dims, global, local, device_ns ? &ev : nullptr);
     if (device_ns) {
       cl::Event e(ev);
       cl::check(clWaitForEvents(1, &ev), "clWaitForEvents", ck.name());
@@ -340,6 +344,7 @@ class ClDevice final : public DeviceImpl {
     }
   }
   void finish() override { cl::check(clFinish(queue()), "clFinish", info.id); }
+  void flush() override { clFlush(queue()); }
   NativeEvent* enqueue_marker() override {
     cl_event ev = nullptr;
     cl::check(clEnqueueMarkerWithWaitList(queue(), 0, nullptr, &ev), "clEnqueueMarkerWithWaitList", info.id);
@@ -373,10 +378,8 @@ class ClDevice final : public DeviceImpl {
                 info.id);
   }
   NativeEvent* launch_traced(BackendKernel& k, uint32_t dims, const size_t* global, const size_t* local) override {
-    auto& ck = static_cast<ClKernel&>(k);
     cl_event ev = nullptr;
-    if (cl_int st = clEnqueueNDRangeKernel(queue(), ck.get(), dims, nullptr, global, local, 0, nullptr, &ev); st != CL_SUCCESS)
-      throw OpenCLError(st, "clEnqueueNDRangeKernel", "kernel " + ck.name() + " on " + info.id);
+    enqueue_nd(static_cast<ClKernel&>(k), dims, global, local, &ev);
     return reinterpret_cast<NativeEvent*>(ev);
   }
   bool event_times(NativeEvent* ev, uint64_t* start_ns, uint64_t* end_ns) override {

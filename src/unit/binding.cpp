@@ -20,7 +20,9 @@ void point_entry(UnitImpl& u, uint32_t e, const Buffer& b) {
   Binding* bd = u.bound.get();
   if (!bd || bd->current[e].impl() == b.impl()) return;
   b.impl()->ensure_allocated();
-  NativeMem* h = b.impl()->handle();
+  // a handle (a sub-buffer for a view) only where a kernel or native item takes one: copies and
+  // uploads address root + offset, and a partial upload's region may sit at an unaligned offset
+  NativeMem* h = bd->uses[e].empty() ? nullptr : b.impl()->handle();
   // arguments first: if setting one fails, `current` still differs from b and a retry sets them all
   for (const KernelUse& k : bd->uses[e]) {
     BoundItem& it = bd->items[k.bound];
@@ -102,7 +104,7 @@ void bind_unit(UnitImpl& u) {
       case PlanEntry::Kind::fixed: b.current[e] = pe.captured; break;
       case PlanEntry::Kind::planned: {
         Buffer& v = views[{pe.slot, pe.rel, c->dtype, c->count}];
-        if (!v) v = b.arenas[pe.slot].view_as(c->dtype, pe.rel, c->count);
+        if (!v) v = region(b.arenas[pe.slot], c->dtype, pe.rel, c->count);
         b.current[e] = v;
         break;
       }
@@ -191,6 +193,14 @@ void bind_unit(UnitImpl& u) {
       }
     }
   }
+  // the last replayed item on each device: when it is a kernel, its own event completes the replay
+  // there (the queue is in order), so bounding work in flight costs no extra command
+  for (size_t d = 0; d < p.devices.size(); ++d)
+    for (uint32_t bi = b.n_replay; bi-- > 0;)
+      if (b.items[bi].dev == p.devices[d].get()) {
+        if (b.items[bi].kind == ItemKind::kernel) b.items[bi].ends_device = static_cast<int32_t>(d);
+        break;
+      }
   // split-phase items
   if (p.sync.ordered()) {
     std::vector<uint32_t> bound_of(n);

@@ -266,7 +266,7 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
       p->name = roots[r]->name;
       placeholder[r] = Buffer(std::move(p));
     }
-    Buffer rep = old->base ? placeholder[r].view_as(old->dtype, old->offset, old->count) : placeholder[r];
+    Buffer rep = old->base ? region(placeholder[r], old->dtype, old->offset, old->count) : placeholder[r];
     replacement[old] = rep;
     e.kind = PlanEntry::Kind::planned;
     e.slot = root_place[r].first;

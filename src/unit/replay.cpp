@@ -57,7 +57,12 @@ static NativeEvent* const* gather(Binding& bd, const uint32_t* slots, size_t n) 
 
 static void run_item(Binding& bd, BoundItem& b) {
   switch (b.kind) {
-    case ItemKind::kernel: enqueue_launch(*b.dev, *b.kernel, b.ld, nullptr); return;
+    case ItemKind::kernel:
+      if (b.ends_device >= 0 && bd.end_events && !b.ld.empty)
+        bd.end_events[b.ends_device] = b.dev->launch_traced(*b.kernel, b.ld.dims, b.ld.gws, b.ld.lws);
+      else
+        enqueue_launch(*b.dev, *b.kernel, b.ld, nullptr);
+      return;
     case ItemKind::copy:
       if (b.peer)  // its dependencies (sync.cpp) as its wait list, its own event as its signal
         enqueue_peer_copy(*b.dst, *b.src, b.n, gather(bd, &bd.wait_slots[b.wait_at], b.wait_n), b.wait_n,
@@ -101,6 +106,7 @@ template <class Run> static void run_items(UnitImpl& u, Binding& b, Run run) {
     for (uint32_t i = 0; i < b.n_replay; ++i) run(b, b.items[i]);
     return;
   }
+  b.end_events = nullptr;  // one-time items may run after a device's last replayed item: markers end this replay
   // The versions this re-run answers for are taken before it: a write another thread makes while
   // the one-time items run bumps past them, so the next replay sees it and runs them again.
   for (auto& [r, ver] : u.once_versions) ver = r->version.load(std::memory_order_acquire);
@@ -184,7 +190,7 @@ void run_unit(UnitImpl& u) {
   if (!u.bound) bind_unit(u);
   if (!u.changed_slots.empty()) check_inputs(u);
   Binding& b = *u.bound;
-  // bounded work in flight: wait for the replay max_in_flight calls ago
+  // bounded work in flight: wait for the replay in_flight_depth calls ago
   const size_t nd = u.plan.devices.size();
   NativeEvent** slot = u.in_flight.empty() ? nullptr : &u.in_flight[u.in_flight_next * nd];
   if (slot)
@@ -192,6 +198,8 @@ void run_unit(UnitImpl& u) {
       if (slot[d]) u.plan.devices[d]->wait_release(std::exchange(slot[d], nullptr));
   for (uint32_t s = 0; s < u.staged.size(); ++s)
     if (u.staged[s]) enqueue_copy(*u.staging[s].impl(), *u.inputs[s].impl(), u.staging[s].nbytes(), nullptr);
+  // the plain loop ends each device's replay with its last kernel's event; the others with markers
+  b.end_events = slot && !debug && !trace_active() && !u.plan.sync.ordered() ? slot : nullptr;
   if (debug) run_items_ordered(u, b, [&](Binding& bd, BoundItem& x) { run_item_debug(u.plan, bd, x); });
   else if (trace_active()) run_items_ordered(u, b, [&](Binding& bd, BoundItem& x) { run_item_traced(u.plan, bd, x); });
   else if (u.plan.sync.ordered()) run_items_ordered(u, b, run_item);
@@ -199,8 +207,10 @@ void run_unit(UnitImpl& u) {
   for (BufferImpl* r : b.written_roots) r->version.fetch_add(1, std::memory_order_acq_rel);
   for (uint32_t e : b.written_entries) b.current[e].impl()->bump();
   if (slot) {
-    for (size_t d = 0; d < nd; ++d) slot[d] = u.plan.devices[d]->enqueue_marker();
-    u.in_flight_next = (u.in_flight_next + 1) % u.plan.opt.max_in_flight;
+    b.end_events = nullptr;
+    for (size_t d = 0; d < nd; ++d)
+      if (!slot[d]) slot[d] = u.plan.devices[d]->enqueue_marker();
+    u.in_flight_next = (u.in_flight_next + 1) % u.in_flight_depth;
   }
 }
 

@@ -129,6 +129,7 @@ struct BoundItem {
   bool split = false;                // a split-phase native call: begun here, finished later
   uint32_t finish_at = 0, finish_n = 0;  // split items to finish before this one: Binding::finish_list
   int32_t signal = -1;               // cross-device order: event slot set after it runs
+  int32_t ends_device = -1;          // the last replayed item on plan device d (a kernel): its event ends the replay there
   uint32_t wait_at = 0, wait_n = 0;  // its slots in Binding::wait_slots
 };
 
@@ -162,6 +163,9 @@ struct Binding {
   // (in begin order, which is the order they finish in)
   std::vector<uint32_t> finish_list, pending;
   size_t pending_head = 0;
+  // this replay's in-flight slots ([device]) while the kernels marked ends_device take their own
+  // events as the replay's completion; null: completion markers after the replay instead
+  NativeEvent** end_events = nullptr;
 };
 
 struct UnitImpl {
@@ -179,9 +183,11 @@ struct UnitImpl {
   std::vector<std::pair<BufferImpl*, uint64_t>> once_versions;  // what one-time items read or write
   std::vector<uint32_t> once_written;    // indexes into once_versions of the storages they write
   bool versions_taken = false;           // at the first bind: later binds must still see writes since
-  // completion markers of the last max_in_flight replays, per device ([replay slot][device])
+  // completions of the last max_in_flight replays, per device ([replay slot][device]): the event of
+  // the replay's last command there (its last kernel's own, or a marker)
   std::vector<NativeEvent*> in_flight;
   uint32_t in_flight_next = 0;
+  uint32_t in_flight_depth = 0;          // replay slots in the ring (0: unbounded): UnitOptions' two bounds
   ~UnitImpl();
   // Waits for every replay still in flight (the unit's own work only, never a whole queue).
   void wait_in_flight() noexcept;

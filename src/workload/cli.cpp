@@ -21,7 +21,7 @@ namespace {
 
 const char* kUsage =
     "usage: encore-bench run WORKLOAD.json|DIR... [--device CL|CL:N|NULL] [--calls N] [--rotate R]\n"
-    "                        [--no-prune] [--no-plan] [--no-batch] [--json OUT.json] [--format encore|gbench]\n"
+    "                        [--no-prune] [--no-plan] [--json OUT.json] [--format encore|gbench]\n"
     "                        [--dump DIR] [--trace TRACE.json]\n"
     "       encore-bench check WORKLOAD.json|DIR... [--device CL|CL:N|NULL]\n"
     "A folder stands for its *.json files, in name order. Several workloads print one summary table.\n";
@@ -65,7 +65,6 @@ int bench_main(int argc, const char* const* argv, const std::function<void(RunOp
       ("rotate", po::value<int>()->default_value(3), "input buffer sets, used in turn")
       ("no-prune", po::bool_switch(), "keep one-time items in replay")
       ("no-plan", po::bool_switch(), "do not plan temporaries into one arena")
-      ("no-batch", po::bool_switch(), "no command-buffer batching")
       ("json", po::value<std::string>(), "write the report as JSON to this file (- for stdout)")
       ("format", po::value<std::string>()->default_value("encore"),
        "--json format: encore (the report; an array for several workloads) or gbench (Google Benchmark JSON, for compare.py)")
@@ -109,7 +108,6 @@ int bench_main(int argc, const char* const* argv, const std::function<void(RunOp
   }
   if (vm["no-prune"].as<bool>()) ro.jit.prune = false;
   if (vm["no-plan"].as<bool>()) ro.jit.plan = false;
-  if (vm["no-batch"].as<bool>()) ro.jit.batch = false;
   if (vm.count("dump")) ro.dump_dir = vm["dump"].as<std::string>();
   ro.progress = isatty(STDERR_FILENO);
   if (adjust) adjust(ro);

@@ -122,10 +122,11 @@ void generate(const BufferSpec& b, uint64_t set, const std::string& path, unsign
       return;
     }
     case Init::Kind::file: {
-      std::ifstream f(in.file, std::ios::binary);
+      const std::filesystem::path& file = in.files[set % in.files.size()];
+      std::ifstream f(file, std::ios::binary);
       f.read(reinterpret_cast<char*>(out), static_cast<std::streamsize>(b.count * es));
       if (!f || f.gcount() != static_cast<std::streamsize>(b.count * es))
-        fail(path + ".file", "cannot read " + quote(in.file.string()) + " (" + std::to_string(b.count * es) + " bytes)");
+        fail(path + ".file", "cannot read " + quote(file.string()) + " (" + std::to_string(b.count * es) + " bytes)");
       return;
     }
   }
@@ -206,7 +207,8 @@ void check_init_range(const BufferSpec& b, const std::string& path) {
 std::vector<unsigned char> initial_bytes(const Workload& w, size_t b, uint64_t set) {
   const BufferSpec& spec = w.buffers.at(b);
   std::vector<unsigned char> out(spec.count * size(spec.dtype));
-  detail::generate(spec, spec.init.kind == Init::Kind::uniform ? set : 0, "buffers." + spec.name + ".init", out.data());
+  const bool rotates = spec.init.kind == Init::Kind::uniform || spec.init.kind == Init::Kind::file;
+  detail::generate(spec, rotates ? set : 0, "buffers." + spec.name + ".init", out.data());
   return out;
 }
 

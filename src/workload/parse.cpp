@@ -109,6 +109,17 @@ struct Parser {
     }
   }
 
+  // One init file: resolved against the workload's directory, of exactly the buffer's size.
+  std::filesystem::path init_file(const BufferSpec& b, const JNode& n, const std::string& path) {
+    std::filesystem::path file = resolve(w.base_dir, as_string(n, path));
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(file, ec)) fail(path, "cannot read " + quote(file.string()) + ": no such file");
+    uint64_t have = std::filesystem::file_size(file, ec);
+    uint64_t want = uint64_t(b.count) * size(b.dtype);
+    if (ec || have != want) fail(path, quote(file.string()) + " has " + std::to_string(have) + " bytes, the buffer " + std::to_string(want));
+    return file;
+  }
+
   void init(BufferSpec& b, const JNode& n, const std::string& path) {
     Init& in = b.init;
     if (n.kind == JNode::Kind::string) {
@@ -117,8 +128,9 @@ struct Parser {
       return;
     }
     Obj o(n, path);
-    int kinds = o.has("fill") + o.has("uniform") + o.has("arange") + o.has("file");
-    if (kinds != 1) fail(path, "needs exactly one of \"fill\", \"uniform\", \"arange\", \"file\" (or the string \"zeros\")");
+    int kinds = o.has("fill") + o.has("uniform") + o.has("arange") + o.has("file") + o.has("files");
+    if (kinds != 1)
+      fail(path, "needs exactly one of \"fill\", \"uniform\", \"arange\", \"file\", \"files\" (or the string \"zeros\")");
     if (const JNode* v = o.opt("fill")) {
       in.kind = Init::Kind::fill;
       in.fill = as_number(*v, o.at("fill"));
@@ -137,15 +149,16 @@ struct Parser {
       in.step = as_number(a[1], index(o.at("arange"), 1));
     } else if (const JNode* v = o.opt("file")) {
       in.kind = Init::Kind::file;
-      in.file = resolve(w.base_dir, as_string(*v, o.at("file")));
-      std::error_code ec;
-      if (!std::filesystem::is_regular_file(in.file, ec)) fail(o.at("file"), "cannot read " + quote(in.file.string()) + ": no such file");
-      uint64_t have = std::filesystem::file_size(in.file, ec);
-      uint64_t want = uint64_t(b.count) * size(b.dtype);
-      if (ec || have != want)
-        fail(o.at("file"), quote(in.file.string()) + " has " + std::to_string(have) + " bytes, the buffer " + std::to_string(want));
+      in.files.push_back(init_file(b, *v, o.at("file")));
+    } else if (const JNode* v = o.opt("files")) {
+      in.kind = Init::Kind::file;
+      const auto& a = as_array(*v, o.at("files"));
+      if (a.empty()) fail(o.at("files"), "expected a non-empty array of file names");
+      if (b.role != Role::input && a.size() > 1)
+        fail(o.at("files"), "only an input rotates through several files (this buffer is " + std::string(workload::name(b.role)) + ")");
+      for (size_t i = 0; i < a.size(); ++i) in.files.push_back(init_file(b, a[i], index(o.at("files"), i)));
     }
-    o.done(in.kind == Init::Kind::uniform ? "uniform, seed" : "one of fill, uniform (with seed), arange, file");
+    o.done(in.kind == Init::Kind::uniform ? "uniform, seed" : "one of fill, uniform (with seed), arange, file, files");
     check_init_range(b, path);  // a value the dtype cannot hold is a file error (init.cpp)
   }
 

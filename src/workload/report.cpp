@@ -23,7 +23,7 @@ std::string Report::table() const {
   auto row = [&](const char* k, const std::string& v) { s << "  " << k << std::string(24 - std::string(k).size(), ' ') << v << "\n"; };
   s << "workload " << detail::quote(name) << " on " << device << "\n";
   row("calls", std::to_string(calls) + " compared, " + std::to_string(timed_calls) + " timed, " + std::to_string(rotate) + " input sets");
-  row("options", std::string(prune ? "prune" : "no-prune") + " " + (plan ? "plan" : "no-plan") + " " + (batch ? "batch" : "no-batch"));
+  row("options", std::string(prune ? "prune" : "no-prune") + " " + (plan ? "plan" : "no-plan"));
   row("items", std::to_string(items) + " (" + std::to_string(items_replayed) + " replayed, " + std::to_string(items_pruned) + " pruned)");
   row("eager step", num(eager_step_us, 1) + " us  (" + num(eager_item_us, 2) + " us/item)");
   row("replay step", num(replay_step_us, 1) + " us  (" + num(replay_item_us, 2) + " us/item)");
@@ -31,7 +31,6 @@ std::string Report::table() const {
   row("capture", num(capture_ms, 2) + " ms");
   row("temp bytes", "naive " + std::to_string(temp_bytes_naive) + ", planned " + std::to_string(temp_bytes_planned) + ", lower bound " +
                         std::to_string(temp_bytes_lower_bound) + " (" + std::to_string(planned_temps) + " planned temps)");
-  row("batches", std::to_string(batches));
   row("mismatches", std::to_string(mismatches) + (mismatches ? "  first: " + first_mismatch : ""));
   row("result", !compared ? "not compared (the NULL device computes nothing)" : mismatches ? "DIFFER" : "agree");
   return s.str();
@@ -48,7 +47,6 @@ std::string Report::json() const {
   field("rotate", std::to_string(rotate));
   field("prune", prune ? "true" : "false");
   field("plan", plan ? "true" : "false");
-  field("batch", batch ? "true" : "false");
   field("items", std::to_string(items));
   field("items_replayed", std::to_string(items_replayed));
   field("items_pruned", std::to_string(items_pruned));
@@ -64,7 +62,6 @@ std::string Report::json() const {
   field("temp_bytes_planned", std::to_string(temp_bytes_planned));
   field("temp_bytes_lower_bound", std::to_string(temp_bytes_lower_bound));
   field("planned_temps", std::to_string(planned_temps));
-  field("batches", std::to_string(batches));
   field("compared", compared ? "true" : "false");
   field("mismatches", std::to_string(mismatches));
   field("first_mismatch", first_mismatch.empty() ? "null" : detail::quote(first_mismatch), true);

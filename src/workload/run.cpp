@@ -230,7 +230,6 @@ Report run(const Workload& w, const Device& dev, const RunOptions& opt) {
   r.rotate = opt.rotate;
   r.prune = opt.jit.prune;
   r.plan = opt.jit.plan;
-  r.batch = opt.jit.batch;
   r.items = w.step.size();
   Progress progress{opt.progress};
   Checker checker{w, Tolerance{w.bitwise(), w.rtol, w.atol}, r};
@@ -330,7 +329,6 @@ Report run(const Workload& w, const Device& dev, const RunOptions& opt) {
     r.temp_bytes_planned = s.temp_bytes_planned;
     r.temp_bytes_lower_bound = s.temp_bytes_lower_bound;
     r.planned_temps = s.planned_temps;
-    r.batches = s.batches;
   }
   return r;
 }

@@ -267,6 +267,41 @@ TEST(WorkloadInit, FileInit) {
   }
 }
 
+// "files": an input rotates through several files as generated sets rotate (set k: file k mod n)
+TEST(WorkloadInit, FilesRotateLikeInputSets) {
+  std::string dir = testing::TempDir();
+  for (int k = 0; k < 2; ++k) {
+    std::ofstream f(dir + "/wl_set" + std::to_string(k) + ".bin", std::ios::binary);
+    int32_t v[3] = {10 * k, 10 * k + 1, 10 * k + 2};
+    f.write(reinterpret_cast<const char*>(v), sizeof v);
+  }
+  wl::Workload w = wl::parse(
+      base(R"(, "f": {"dtype": "i32", "count": 3, "role": "input", "init": {"files": ["wl_set0.bin", "wl_set1.bin"]}})"), dir);
+  EXPECT_EQ(w.buffers[2].init.kind, wl::Init::Kind::file);
+  ASSERT_EQ(w.buffers[2].init.files.size(), 2u);
+  for (uint64_t set : {0u, 1u, 2u, 5u}) {
+    std::vector<unsigned char> b = wl::initial_bytes(w, 2, set);
+    int32_t v;
+    std::memcpy(&v, b.data() + 4, 4);
+    EXPECT_EQ(v, 10 * int32_t(set % 2) + 1) << "set " << set;
+  }
+  // each file is checked like a single one, with its own path
+  try {
+    wl::parse(base(R"(, "f": {"dtype": "i32", "count": 3, "role": "input", "init": {"files": ["wl_set0.bin", "no-such.bin"]}})"), dir);
+    ADD_FAILURE();
+  } catch (const encore::WorkloadError& e) {
+    EXPECT_EQ(e.path(), "buffers.f.init.files[1]") << e.what();
+  }
+  expect_error(base(R"(, "f": {"dtype": "i32", "count": 3, "role": "input", "init": {"files": []}})"), "buffers.f.init.files", "non-empty");
+  // only inputs rotate: several files for state would never be read past the first
+  try {
+    wl::parse(base(R"(, "f": {"dtype": "i32", "count": 3, "role": "state", "init": {"files": ["wl_set0.bin", "wl_set1.bin"]}})"), dir);
+    ADD_FAILURE();
+  } catch (const encore::WorkloadError& e) {
+    EXPECT_EQ(e.path(), "buffers.f.init.files") << e.what();
+  }
+}
+
 TEST(WorkloadCompare, Tolerance) {
   float a[4] = {1.0f, NAN, 0.0f, INFINITY}, b[4] = {1.0001f, NAN, -0.0f, INFINITY};
   auto p = [](float* x) { return reinterpret_cast<const unsigned char*>(x); };
