@@ -243,7 +243,11 @@ void check_same_step(const CallRecord& c0, const CallRecord& c1, const std::vect
       "Replay would use call 1's value on every call. A value that changes between calls must be a Variable: launch with the "
       "Variable and pass it bound to each call (jit(..., v.bind(value))).";
   FreshPairing fp{std::vector<int64_t>(c0.fresh, -1), std::vector<int64_t>(c1.fresh, -1)};
-  for (auto [i, j] : align_items(c0.items, c1.items)) {
+  const std::vector<std::pair<uint32_t, uint32_t>> pairs = align_items(c0.items, c1.items);
+  if (pairs.size() != c0.items.size() || pairs.size() != c1.items.size())
+    log(LogLevel::info, "TinyJit capture check: " + std::to_string(c0.items.size() - pairs.size()) + " items of call 0 and " +
+                            std::to_string(c1.items.size() - pairs.size()) + " of call 1 have no partner in the other call and were not compared");
+  for (auto [i, j] : pairs) {
     const SeenItem &a = c0.items[i], &b = c1.items[j];
     const ExecItem& it = items1[j];
     auto fail = [&](const std::string& what, const std::string& v0, const std::string& v1, const char* fix) {
