@@ -90,6 +90,18 @@ TEST_P(CaptureCheck, ClosureScalarIsAnErrorAtCapture) {
   }
 }
 
+// Which Variable a launch uses, picked on the host, is frozen like any host value.
+TEST_P(CaptureCheck, VariablePickedByHostFlagIsAnErrorAtCapture) {
+  Env& e = env();
+  Buffer x = e.dev.alloc<float>(8);
+  Variable a{"a", 0, 10}, b{"b", 0, 10};
+  bool use_b = false;
+  TinyJit j([&](encore::BoundVar, encore::BoundVar) { e.dev.launch(e.fillpos, {8}, {}, x, use_b ? b : a); }, JitOptions{});
+  j(a.bind(1), b.bind(2));
+  use_b = true;
+  expect_jit_error([&] { j(a.bind(1), b.bind(2)); }, {"argument 1 (int pos)", "Variable \"a\" as i32 in call 0, Variable \"b\" as i32 in call 1"});
+}
+
 TEST_P(CaptureCheck, ClosureLaunchSizeIsAnErrorAtCapture) {
   Env& e = env();
   Buffer y = make(e.dev, std::vector<float>(8, 0.f));

@@ -273,7 +273,9 @@ void check_same_step(const CallRecord& c0, const CallRecord& c1, const std::vect
       const Buffer* live = nullptr;
       if (it.kind == ItemKind::kernel || it.kind == ItemKind::native) live = k < it.args.size() ? &it.args[k].buf : nullptr;
       else live = k == 0 ? &it.dst : &it.src;
-      if (x.kind != y.kind) fail(arg_name(k), "another kind of argument", "another", value_fix);
+      static constexpr const char* kinds[] = {"a buffer", "a scalar", "a Variable", "__local memory"};
+      if (x.kind != y.kind)
+        fail(arg_name(k), kinds[static_cast<int>(x.kind)], kinds[static_cast<int>(y.kind)], x.kind == Arg::Kind::buffer ? buffer_fix : value_fix);
       switch (y.kind) {
         case Arg::Kind::buffer:
           if (const SeenBuf &xb = c0.bufs[x.buf], &yb = c1.bufs[y.buf]; !fp.same(xb, yb)) {
@@ -287,7 +289,8 @@ void check_same_step(const CallRecord& c0, const CallRecord& c1, const std::vect
           break;
         case Arg::Kind::variable:
           if (x.var != y.var || x.dtype != y.dtype)
-            fail(arg_name(k), "Variable \"" + x.var->name + "\"", "Variable \"" + y.var->name + "\"", value_fix);
+            fail(arg_name(k), "Variable \"" + x.var->name + "\" as " + std::string(name(x.dtype)),
+                 "Variable \"" + y.var->name + "\" as " + std::string(name(y.dtype)), value_fix);
           break;
         case Arg::Kind::local:
           if (x.bits != y.bits)
