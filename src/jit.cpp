@@ -5,7 +5,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <cstdio>
+#include <optional>
 
+#include "unit/capture_check.hpp"
 #include "unit/unit.hpp"
 
 namespace encore {
@@ -89,6 +91,8 @@ std::string first_difference(const Buffer& b, const std::vector<unsigned char>& 
 
 struct JitCore::State {
   std::shared_ptr<Recorder> rec;
+  std::shared_ptr<Recorder> warm;     // call 0's recording, while it runs
+  std::optional<CallRecord> call0;    // call 0 as recorded, until call 1 has been checked against it
   std::vector<ScalarSeen> scalars;
   std::vector<Variable> vars;         // captured BoundVar order
   std::vector<int64_t> var_slot;      // unit slot per BoundVar, -1 when the items do not use it
@@ -106,18 +110,45 @@ struct JitCore::State {
 
 JitCore::JitCore(JitOptions o) : opt(o), verify_left(o.verify), s_(std::make_unique<State>()) {}
 JitCore::~JitCore() {
-  if (s_) stop_recording(s_->rec.get());
+  if (s_) {
+    stop_recording(s_->rec.get());
+    stop_recording(s_->warm.get());
+  }
 }
 JitCore::JitCore(JitCore&&) noexcept = default;
 JitCore& JitCore::operator=(JitCore&&) noexcept = default;
 
 bool JitCore::capture_active() { return current_recorder() != nullptr; }
 
-void JitCore::begin_capture() { s_->rec = start_recording(opt.allow_copyout); }
+void JitCore::begin_capture() {
+  s_->rec = start_recording(opt.allow_copyout);
+  if (s_->call0) s_->rec->items.reserve(s_->call0->items.size());  // call 1 is likely the same size
+}
 
 void JitCore::abandon_capture() noexcept {
   stop_recording(s_->rec.get());
   s_->rec.reset();
+}
+
+// Call 0 is eager; its recording only keeps what it enqueued (a copyout is fine here: nothing of
+// call 0 is replayed).
+void JitCore::begin_warmup() {
+  s_->call0.reset();
+  if (opt.check_closure) s_->warm = start_recording(true);
+}
+
+void JitCore::end_warmup(const std::vector<Buffer>& outs) {
+  std::shared_ptr<Recorder> warm = std::move(s_->warm);
+  if (!warm) return;
+  stop_recording(warm.get());
+  // The compact form holds no handles: call 0's temporaries are freed when `warm` goes.
+  s_->call0 = summarize_call(warm->items, args.buffers, outs, warm->id);
+}
+
+void JitCore::abandon_warmup() noexcept {
+  stop_recording(s_->warm.get());
+  s_->warm.reset();
+  s_->call0.reset();
 }
 
 void JitCore::end_capture(const std::vector<Buffer>& outs) {
@@ -128,6 +159,16 @@ void JitCore::end_capture(const std::vector<Buffer>& outs) {
   if (items.empty())
     throw JitError("TinyJit: the callable issued no device work during capture (no launch, copy or copyin on this thread); "
                    "there is nothing to replay");
+  if (s_->call0) {
+    std::optional<CallRecord> call0 = std::move(s_->call0);
+    s_->call0.reset();
+    try {
+      check_same_step(*call0, summarize_call(items, args.buffers, outs, rec->id), items, outs);
+    } catch (...) {
+      calls = 0;  // start over: the next call is a warm-up again, checked against the capture after it
+      throw;
+    }
+  }
   std::vector<BufferImpl*> internal = find_internal(items, rec->id);
   auto impl = make_unit(std::move(items), args.buffers, outs, opt.unit(), std::move(internal), {rec->id});
   unit = UnitAccess::wrap(std::move(impl));
@@ -233,8 +274,9 @@ void JitCore::verify_finish() {
     throw JitError("TinyJit verify: replay differs from eager execution in " + what + " " + b.describe() + ", " + diff + ". " + cause);
   };
   static const char* frozen =
-      "The callable's host code ran only at capture: a value it computed on the host (a branch, a closure value, a host read) is "
-      "frozen in the replay; pass values that vary as Variables";
+      "The callable's host code ran only at capture: a value it computed or read on the host after call 1 (a branch, a closure "
+      "value, a host read) is frozen in the replay. Pass what varies as arguments passed to the call: buffers as inputs, numbers "
+      "as Variables bound for each call (jit(x, v.bind(value)))";
   for (const Buffer& b : s_->state) {
     std::string d = first_difference(b, s_->eager_state[k++], read_all(b));
     if (!d.empty()) fail("state buffer", b, d, frozen);
@@ -263,6 +305,7 @@ void JitCore::verify_finish() {
 
 void JitCore::reset() {
   abandon_capture();
+  abandon_warmup();
   calls = 0;
   verify_left = opt.verify;
   unit = ExecutionUnit();

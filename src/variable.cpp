@@ -32,13 +32,31 @@ void bind_on_this_thread(const std::shared_ptr<VarState>& s, VarValue v) {
 }
 }  // namespace
 
-VarValue var_value(const VarState& v) {
-  for (const BindingScope* s = tl_scope; s; s = s->outer)
+namespace {
+// The value by the rule in variable.hpp; `in_call` (may be null) is set when the lookup passed a
+// TinyJit call's scope without finding the variable.
+VarValue lookup(const VarState& v, bool* in_call) {
+  bool passed_call = false;
+  for (const BindingScope* s = tl_scope; s; s = s->outer) {
     for (const BoundVar& b : s->vars)
       if (b.var.state() == &v) return {b.i, b.f};
+    passed_call = passed_call || s->call;
+  }
+  if (in_call) *in_call = passed_call;
   for (const ThreadBinding& b : tl_bound)
     if (b.key == &v && !b.alive.expired()) return b.value;
   return {v.init_i, v.init_f};
+}
+}  // namespace
+
+VarValue var_value(const VarState& v) {
+  bool in_call = false;
+  VarValue val = lookup(v, &in_call);
+  if (in_call)
+    throw JitError("Variable \"" + v.name + "\" is used by a launch inside a TinyJit call that was not passed it: eager calls would see "
+                   "this thread's last bind() (or its initial value), while replay binds only the values passed to each call. Pass it "
+                   "bound to every call of the jit, as a BoundVar argument: jit(..., var.bind(value))");
+  return val;
 }
 
 void variable_value_too_large(const Variable& v, unsigned long long value) {
@@ -48,7 +66,7 @@ void variable_value_too_large(const Variable& v, unsigned long long value) {
 
 }  // namespace detail
 
-BindingScope::BindingScope(std::span<const BoundVar> v) : vars(v), outer(detail::tl_scope) { detail::tl_scope = this; }
+BindingScope::BindingScope(std::span<const BoundVar> v, bool c) : vars(v), outer(detail::tl_scope), call(c) { detail::tl_scope = this; }
 BindingScope::~BindingScope() { detail::tl_scope = outer; }
 
 Variable::Variable(std::string name, int64_t min, int64_t max) : s_(std::make_shared<detail::VarState>()) {
@@ -108,8 +126,8 @@ int64_t Variable::min() const { return s_->min; }
 int64_t Variable::max() const { return s_->max; }
 double Variable::fmin() const { return s_->fmin; }
 double Variable::fmax() const { return s_->fmax; }
-int64_t Variable::value() const { return detail::var_value(*s_).i; }
-double Variable::fvalue() const { return detail::var_value(*s_).f; }
+int64_t Variable::value() const { return detail::lookup(*s_, nullptr).i; }
+double Variable::fvalue() const { return detail::lookup(*s_, nullptr).f; }
 
 Variable::As Variable::as(DType t) const {
   bool ok = s_->type == VarType::i64 ? (t == DType::i32 || t == DType::u32 || t == DType::i64 || t == DType::u64)
@@ -124,6 +142,6 @@ Size::Size(const Variable& v, int64_t mul, int64_t add) : mul_(mul), add_(add), 
   if (v.is_float()) throw ArgumentError("Variable \"" + v.name() + "\" is a float variable: it cannot be a launch size");
 }
 
-int64_t Size::eval() const { return var_ ? mul_ * var_->value() + add_ : add_; }
+int64_t Size::eval() const { return var_ ? mul_ * detail::var_value(*var_->state()).i + add_ : add_; }
 
 }  // namespace encore

@@ -110,8 +110,9 @@ TEST(Footguns, ClosureBuffersAreStateAndReplayUsesThem) {
 }
 
 // FOOTGUN 4: a value the callable computes on the host (a step counter, a value read from a
-// closure) is frozen at capture: replay cannot see host code. Use a Variable; verify mode
-// (JitOptions::verify / ENCORE_VERIFY=N) finds such values by comparing replays with eager runs.
+// closure) is frozen at capture: replay cannot see host code. Use a Variable. The capture check
+// (JitOptions::check_closure) finds a value that differs between calls 0 and 1; verify mode
+// (JitOptions::verify / ENCORE_VERIFY=N) finds the others by comparing replays with eager runs.
 TEST(Footguns, HostValueComputedInCallableIsFrozenAndVerifyCatchesIt) {
   NEED_CL();
   Env& e = cl();
@@ -126,12 +127,26 @@ TEST(Footguns, HostValueComputedInCallableIsFrozenAndVerifyCatchesIt) {
   {
     TinyJit jit(f, JitOptions{});
     jit(x);
+    try {
+      jit(x);  // bias 0 in call 0, 1 in call 1
+      ADD_FAILURE() << "the capture check did not catch the changing host value";
+    } catch (const JitError& err) {
+      EXPECT_NE(std::string(err.what()).find("capture check"), std::string::npos) << err.what();
+      EXPECT_NE(std::string(err.what()).find("Variable"), std::string::npos) << err.what();
+    }
+  }
+  JitOptions unchecked;
+  unchecked.check_closure = false;  // what the check prevents: the value frozen silently
+  {
+    step = 0;
+    TinyJit jit(f, unchecked);
+    jit(x);
     jit(x);                                                // captured with bias 1
     EXPECT_EQ(get(jit(x)), axpb_host(seq(8, 0.f), 1.f, 1.f));
     EXPECT_EQ(get(jit(x)), axpb_host(seq(8, 0.f), 1.f, 1.f));  // still 1: frozen
   }
   {
-    JitOptions o;
+    JitOptions o = unchecked;
     o.verify = 2;
     TinyJit jit(f, o);
     jit(x);
@@ -192,8 +207,9 @@ TEST_P(FootgunsOnDevices, CopyoutInCallableIsAnError) {
   }
 }
 
-// FOOTGUN 6: a TinyJit called inside another's capture does not replay: it runs its callable
-// eagerly, so its work is recorded into the outer capture (and its own call count does not move).
+// FOOTGUN 6: a TinyJit called inside another's call 0 or capture does not replay: it runs its
+// callable eagerly, so its work is recorded into the outer recordings (and its own call count does
+// not move).
 // Replays of the outer jit re-run that work without calling the inner jit at all.
 TEST_P(FootgunsOnDevices, NestedJitRunsInnerCallableEagerlyIntoOuterCapture) {
   Env& e = env();
@@ -221,6 +237,6 @@ TEST_P(FootgunsOnDevices, NestedJitRunsInnerCallableEagerlyIntoOuterCapture) {
     }
   }
   EXPECT_EQ(inner_runs, 2);        // outer calls 0 and 1 only
-  EXPECT_EQ(inner.calls(), 1u);    // the capture-time call did not count
+  EXPECT_EQ(inner.calls(), 0u);    // outer's call 0 and capture (both recorded) did not count
   EXPECT_EQ(outer.unit().stats().items, 2u);
 }

@@ -313,9 +313,12 @@ TEST_F(TrainKernels, GradShardsSumTheShardGradientsInOrder) {
   sharded.init(5);
   jitted.init(5);
   part.init(5);
-  auto step = encore::TinyJit([&](const Buffer& x, const Buffer& y) { return jitted.train_step(x, y); });
+  // the step's variables are passed to each call (a TinyJit call sees only those)
+  auto step = encore::TinyJit(
+      [&](const Buffer& x, const Buffer& y, encore::BoundVar, encore::BoundVar, encore::BoundVar) { return jitted.train_step(x, y); });
   jitted.lr.bind(0.0);  // no update: every call sees the same parameters
   sharded.lr.bind(0.0);
+  const double bc1 = jitted.bc1.fvalue(), bc2 = jitted.bc2.fvalue();  // what eager work sees: their initial values
   for (int call = 0; call < 4; ++call) {
     const std::vector<float> hx = randv(size_t(B) * in, 40 + uint64_t(call), 0, 1);
     std::vector<int32_t> hy(B);
@@ -336,7 +339,7 @@ TEST_F(TrainKernels, GradShardsSumTheShardGradientsInOrder) {
     }
     EXPECT_EQ(sharded.train_step(x, y).copyout<float>(), want_loss) << "call " << call;
     EXPECT_EQ(sharded.get_grads(), want_grad) << "call " << call << ": eager";
-    EXPECT_EQ(step(x, y).copyout<float>(), want_loss) << "call " << call;
+    EXPECT_EQ(step(x, y, jitted.lr.bind(0.0), jitted.bc1.bind(bc1), jitted.bc2.bind(bc2)).copyout<float>(), want_loss) << "call " << call;
     EXPECT_EQ(jitted.get_grads(), want_grad) << "call " << call << ": TinyJit";
   }
   EXPECT_THROW(mlp::Model(dev, {.sizes = {in, 12, 8, 6}, .batch = 64, .grad_shards = 3}), encore::ArgumentError);

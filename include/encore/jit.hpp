@@ -18,12 +18,29 @@
 //   set JitOptions::fresh_outputs.
 // - Host code in the callable runs only during calls 0 and 1: branches, host-computed values and
 //   closure values read on the host are frozen at capture. Use Variables for values that vary;
-//   ENCORE_VERIFY=N (JitOptions::verify) checks the first N replays against eager execution.
-// - A call to another TinyJit inside a capture runs that callable eagerly, so its work is recorded
-//   into the outer capture; the inner jit's own call count does not advance.
+//   the capture check (below) catches what changes between calls 0 and 1, and ENCORE_VERIFY=N
+//   (JitOptions::verify) checks the first N replays against eager execution.
+// - A call to another TinyJit inside a warm-up (call 0) or a capture runs that callable eagerly, so
+//   its work is recorded into the outer recordings; the inner jit's own call count does not advance.
+//
+// Capture check (JitOptions::check_closure, on by default): call 0 is recorded too (recorded only:
+// nothing extra runs) and at the end of call 1 compared with it item by item. A kernel scalar, a
+// launch size, a closure buffer (neither an input nor allocated during the call), copyin data or a
+// returned buffer that differs is a JitError at capture, before any replay, naming the item, the
+// argument, both values and the fix. Storage allocated during a call differs by construction: the
+// two calls' are paired in the order the aligned items first use them, and the pairing must hold.
+// Items pair by kernel (copies, uploads, native calls by kind and name) in order: the common
+// suffix, then the common prefix, then a longest common subsequence of what is left (up to 2^20
+// item pairs; a larger middle is not compared); an item without a partner is skipped, so a lazy
+// initialisation that ran only in call 0, or work a flag switched on after call 0, passes. A value
+// that changes once after call 0 and then stays is reported too: when that is meant, switch the
+// check off for that jit. Only calls 0 and 1 are compared: a value that changes later is still
+// frozen silently, and only verify mode finds it. A failed check starts the jit over at call 0.
+// Call 0 keeps its temporaries alive until it returns (as the capture does), for the comparison.
 //
 // Variables: every eager run of the callable (warm-up, capture, verify, disabled) sees the
 // BoundVars passed to that call, on the calling thread only; replay binds them into the unit.
+// A launch that uses a Variable the call was not passed is a JitError on every path (variable.hpp).
 // Verify on a device that computes nothing (NULL) is skipped with one line on stderr.
 // Threads: one TinyJit serialises its calls (a mutex); different TinyJits run concurrently.
 // A call counts only when it completed: a call 0 that throws is not the warm-up.
@@ -58,6 +75,10 @@ struct JitOptions {
   bool allow_copyout = false;   // copyout during capture is a JitError unless set
   bool fresh_outputs = false;   // replay returns new copies of the outputs
   int verify = 0;               // ENCORE_VERIFY=N: check the first N replays against eager runs (skipped on NULL)
+  // Call 0 is recorded too, and at the end of call 1 compared with it: a kernel scalar, launch size
+  // or closure buffer that changed is a JitError at capture (see the header comment). Off: for a
+  // jit whose step is meant to change once after call 0 (the capture then keeps call 1's step).
+  bool check_closure = true;
   ENCORE_API static JitOptions from_env();
   uint32_t max_in_flight = 3;   // replays in flight at most (UnitOptions::max_in_flight)
   uint32_t min_items_in_flight = 64;  // short steps keep more replays in flight (UnitOptions::min_items_in_flight)
@@ -167,9 +188,15 @@ class ENCORE_API JitCore {
   ~JitCore();
   JitCore(JitCore&&) noexcept;
   JitCore& operator=(JitCore&&) noexcept;
-  static bool capture_active();   // a capture is recording on this thread
+  static bool capture_active();   // a capture (or a warm-up's recording) is recording on this thread
+  // Call 0: records its items for the capture check (JitOptions::check_closure; else no-ops).
+  void begin_warmup();
+  void end_warmup(const std::vector<Buffer>& outputs);
+  void abandon_warmup() noexcept;
   void begin_capture();
-  void end_capture(const std::vector<Buffer>& outputs);  // builds the unit from args_ and the outputs
+  // Checks call 1 against call 0 (a failed check starts the jit over at call 0), then builds the
+  // unit from args and the outputs.
+  void end_capture(const std::vector<Buffer>& outputs);
   void abandon_capture() noexcept;
   void check_and_bind();          // validates args_ against the capture and binds slots
   void replay();
@@ -214,17 +241,31 @@ template <class F> class TinyJit {
     std::lock_guard<std::mutex> lock(*mu_);
     core_.args.clear();
     (detail::flatten(core_.args, a), ...);
-    BindingScope scope(core_.args.vars);  // eager runs of this call see this call's BoundVars
+    // eager runs of this call see this call's BoundVars, and only those (a Variable the call was
+    // not passed is a JitError: replay could not see it)
+    BindingScope scope(core_.args.vars, true);
     if (!core_.opt.enabled || detail::JitCore::capture_active()) return eager<R>(std::forward<A>(a)...);
     if (core_.calls == 0) {
-      if constexpr (std::is_void_v<R>) {
-        eager<R>(std::forward<A>(a)...);
-        ++core_.calls;
-        return;
-      } else {
-        R r = eager<R>(std::forward<A>(a)...);
-        ++core_.calls;
-        return r;
+      core_.begin_warmup();
+      try {
+        if constexpr (std::is_void_v<R>) {
+          eager<R>(std::forward<A>(a)...);
+          core_.end_warmup({});
+          ++core_.calls;
+          return;
+        } else {
+          R r = eager<R>(std::forward<A>(a)...);
+          if (core_.opt.check_closure) {
+            std::vector<Buffer> outs;
+            detail::collect_outputs(outs, r);
+            core_.end_warmup(outs);
+          }
+          ++core_.calls;
+          return r;
+        }
+      } catch (...) {
+        core_.abandon_warmup();
+        throw;
       }
     }
     if (core_.calls == 1) {

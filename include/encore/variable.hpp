@@ -6,9 +6,17 @@
 //   jit(x, pos.bind(17));
 //
 // Which value eager work sees (a binding belongs to a call and a thread):
-// - inside a TinyJit call (warm-up, capture, verify, disabled), the BoundVars passed to that call;
+// - inside a TinyJit call (warm-up, capture, verify, disabled), the BoundVars passed to that call
+//   (or to an enclosing TinyJit call, or a BindingScope opened inside the step);
 // - otherwise the value last bound with bind() on the calling thread;
 // - otherwise the initial value (min for integers, 0 clamped to the bounds for floats).
+// Inside a TinyJit call, a launch that uses a Variable the call was not passed is a JitError, on
+// every path of the call (warm-up, capture, verify, ENCORE_JIT=0): replay binds only the values
+// passed to each call, so the thread's bind() would reach eager calls but never replays.
+//   t.bind(i); jit(x);          // JitError if the step launches with t
+//   jit(x, t.bind(i));          // eager and replay both see i
+// Reading value() on the host inside the step is not checked (it is host code: frozen at capture
+// like any host value).
 // A value bound on one thread never reaches another thread's work, so threads may share one
 // Variable and bind it concurrently. An ExecutionUnit keeps its own values (bind_var / update).
 #include <concepts>
@@ -80,14 +88,18 @@ struct BoundVar {
 // scope wins). TinyJit opens one around every eager run of its callable. `vars` must outlive it.
 //   std::vector<encore::BoundVar> vals{k.bind(3)};
 //   { encore::BindingScope s(vals); dev.launch(kern, {n}, {}, y, k); }   // k = 3 here
+// A `call` scope (TinyJit's) is closed: a launch inside it that uses a Variable neither it nor a
+// scope inside it holds is a JitError, instead of falling through to outer scopes' or the
+// thread's values.
 class ENCORE_API BindingScope {
  public:
-  explicit BindingScope(std::span<const BoundVar> vars);
+  explicit BindingScope(std::span<const BoundVar> vars, bool call = false);
   ~BindingScope();
   BindingScope(const BindingScope&) = delete;
   BindingScope& operator=(const BindingScope&) = delete;
   std::span<const BoundVar> vars;
   const BindingScope* outer;
+  bool call;
 };
 
 namespace detail {

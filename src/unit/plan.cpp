@@ -168,6 +168,38 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
   auto is_fresh = [&](BufferImpl* r) {
     return r->capture_id != 0 && std::find(capture_ids.begin(), capture_ids.end(), r->capture_id) != capture_ids.end();
   };
+  // A pure read (`in`) of storage allocated during the call before any item has touched it reads
+  // undefined bytes, in eager execution too; replay would read arena bytes, so the two would differ
+  // with no diagnosis (DESIGN rule 6). A first access that may write (inout, out) is a pure write
+  // (rule 2). Inputs are defined by the caller. By storage: a write to one part of it counts.
+  {
+    std::vector<uint8_t> touched(roots.size(), 0);
+    for (uint32_t i = 0; i < n; ++i) {
+      for (const ItemAccess& a : acc[i]) {
+        uint32_t r = entry_root[a.entry];
+        if (touched[r] || a.access != Access::in || !is_fresh(roots[r]) || u.entries[a.entry].kind == PlanEntry::Kind::input) continue;
+        const ExecItem& it = u.items[i];
+        std::string what = it.kind == ItemKind::copy ? "copy's source" : "buffer";
+        if (it.kind == ItemKind::kernel || it.kind == ItemKind::native)
+          for (uint32_t ai = 0; ai < it.args.size(); ++ai) {
+            if (it.args[ai].kind != Arg::Kind::buffer || u.steps[i].arg_ref[ai] != a.entry) continue;
+            what = "buffer " + std::to_string(ai);
+            if (it.kind == ItemKind::kernel && ai < it.kernel.params().size()) {
+              const KernelParam& p = it.kernel.params()[ai];
+              what = "parameter " + std::to_string(ai) + " (" + (p.const_data ? "const " : "") + p.type_name + " " + p.name + ")";
+            }
+            break;
+          }
+        std::string item = it.kind == ItemKind::kernel ? "kernel " + it.kernel.name() : it.kind == ItemKind::copy ? "copy" : "native call " + it.name;
+        throw JitError("item " + std::to_string(i) + " (" + item + ") reads " + u.entries[a.entry].captured.describe() + " through its " +
+                       what + " before any item writes it: that buffer was allocated during the captured call, so its bytes are undefined "
+                       "(eager execution reads whatever the new allocation holds, replay other bytes again). Write it first in the step "
+                       "(a kernel, a copy or a copyin), or keep its contents across calls by allocating it outside the step (closure "
+                       "state) or passing it as an input");
+      }
+      for (const ItemAccess& a : acc[i]) touched[entry_root[a.entry]] = 1;
+    }
+  }
   std::vector<PruneItem> pitems(n);
   std::vector<int64_t> first_use(roots.size(), -1);
   for (uint32_t i = 0; i < n; ++i) {

@@ -1,6 +1,8 @@
 // The checks that need the device: programs compile, every launch matches its kernel's parameters,
-// views respect the device's base-address alignment, const buffers are never written, and every
-// output is written by some item (else its contents, and so the comparison, would be undefined).
+// views respect the device's base-address alignment, const buffers are never written, no temp or
+// output is read (access in) before an item has touched it, and every output is written by some item
+// (else its contents, and so the comparison, would be undefined). A first access that may write
+// (inout) counts as a write, as in a capture (DESIGN rule 2).
 #include "workload/reader.hpp"
 
 namespace encore::workload {
@@ -33,12 +35,24 @@ Compiled validate(const Workload& w, const Device& dev) {
   }
   const size_t align = dev.info().base_align_bytes;
   std::vector<bool> written(w.buffers.size(), false);
+  // temps and outputs are created inside the step: reading one before any item touched it reads
+  // undefined bytes (and eager and replay would differ with no diagnosis)
+  std::vector<bool> touched(w.buffers.size(), false);
+  auto fresh_read = [&](size_t b, const std::string& where, const std::string& what) {
+    const BufferSpec& s = w.buffers[b];
+    if (touched[b] || (s.role != Role::temp && s.role != Role::output)) return;
+    fail(where, what + " reads " + std::string(s.role == Role::temp ? "temp " : "output ") + quote(s.name) +
+                    " before any item writes it: it is created inside the step, so its contents are undefined. Write it first, or "
+                    "make it a state buffer (with an init) if it must keep its contents across calls");
+  };
   for (size_t i = 0; i < w.step.size(); ++i) {
     const ItemSpec& it = w.step[i];
     std::string path = index("step", i);
     c.access.emplace_back(it.args.size(), Access::none);
     if (it.kind == ItemSpec::Kind::copy) {
+      fresh_read(it.src, child(path, "copy"), "the copy");
       written[it.dst] = true;
+      touched[it.src] = touched[it.dst] = true;
       c.kernels.emplace_back();
       continue;
     }
@@ -76,6 +90,7 @@ Compiled validate(const Workload& w, const Device& dev) {
           fail(child(ap, "offset"), "byte offset " + std::to_string(a.offset * size(b.dtype)) + " (element " + std::to_string(a.offset) +
                                         ") is not a multiple of the device's base-address alignment (" + std::to_string(align) + " B on " +
                                         dev.id() + ")");
+        if (acc == Access::in) fresh_read(a.buffer, ap, "kernel " + k.name() + " parameter " + std::to_string(j) + " (" + (p.const_data ? "const " : "") + p.type_name + " " + p.name + ")");
         if (acc != Access::in) written[a.buffer] = true;
         c.access.back()[j] = acc;
       } else {
@@ -88,6 +103,8 @@ Compiled validate(const Workload& w, const Device& dev) {
                        (a.kind == ArgSpec::Kind::variable ? " (use \"as\")" : " (write {\"" + want + "\": value})"));
       }
     }
+    for (const ArgSpec& a : it.args)
+      if (a.kind == ArgSpec::Kind::buffer) touched[a.buffer] = true;
   }
   for (size_t b = 0; b < w.buffers.size(); ++b)
     if (w.buffers[b].role == Role::output && !written[b])

@@ -224,7 +224,9 @@ INSTANTIATE_TEST_SUITE_P(
                     InvalidCase{"invalid_variable_bounds.json", "variables.n.values[1]", "outside the bounds"},
                     InvalidCase{"invalid_misaligned_view.json", "step[0].args[0].offset", "alignment"},
                     InvalidCase{"invalid_source_file.json", "programs.p.source_file", "no such file"},
-                    InvalidCase{"invalid_compile.json", "programs.p", "undefined_name"}),
+                    InvalidCase{"invalid_compile.json", "programs.p", "undefined_name"},
+                    InvalidCase{"invalid_read_before_write.json", "step[0].args[0]",
+                                "kernel copy_in parameter 0 (const float* a) reads temp \"t\" before any item writes it"}),
     [](const testing::TestParamInfo<InvalidCase>& i) {
       std::string n = i.param.file;
       n = n.substr(8, n.size() - 13);

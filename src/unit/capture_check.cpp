@@ -1,0 +1,329 @@
+// The capture check: call 0 against call 1 (see capture_check.hpp for the rule and its limits).
+#include "unit/capture_check.hpp"
+
+#include <cstring>
+#include <functional>
+#include <string_view>
+#include <unordered_map>
+
+#include "encore/error.hpp"
+
+namespace encore::detail {
+
+CallRecord summarize_call(const std::vector<ExecItem>& items, const std::vector<Buffer>& inputs, const std::vector<Buffer>& outputs,
+                          uint64_t capture_id) {
+  CallRecord r;
+  r.items.reserve(items.size());
+  size_t nargs = 0, nbufs = 0;
+  for (const ExecItem& it : items) {
+    nargs += it.args.size() + 2;
+    for (const Arg& a : it.args) nbufs += a.kind == Arg::Kind::buffer;
+    nbufs += 2;
+  }
+  r.args.reserve(nargs);
+  r.bufs.reserve(nbufs);
+  std::unordered_map<const BufferImpl*, uint32_t> fresh_of;
+  fresh_of.reserve(nbufs);
+  auto seen = [&](const Buffer& b) {
+    SeenBuf s;
+    if (!b) return s;
+    BufferImpl* bi = b.impl();
+    BufferImpl* root = bi->root();
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      BufferImpl* in = inputs[k].impl();
+      if (!in || in->root() != root || bi->offset < in->offset || bi->offset + bi->nbytes > in->offset + in->nbytes) continue;
+      s.cls = SeenBuf::Cls::input;
+      s.id = static_cast<uint32_t>(k);
+      s.off = bi->offset - in->offset;
+      s.bytes = bi->nbytes;
+      return s;
+    }
+    s.off = bi->offset;
+    s.bytes = bi->nbytes;
+    s.raw = root;
+    s.root = bi->base ? bi->base : b.shared_impl();
+    if (capture_id != 0 && root->capture_id == capture_id) {
+      s.cls = SeenBuf::Cls::fresh;
+      auto [it, added] = fresh_of.emplace(root, r.fresh);
+      if (added) ++r.fresh;
+      s.id = it->second;
+    } else {
+      s.cls = SeenBuf::Cls::other;
+    }
+    return s;
+  };
+  auto buffer_arg = [&](const Buffer& b) {
+    SeenArg a;
+    a.kind = Arg::Kind::buffer;
+    a.buf = static_cast<uint32_t>(r.bufs.size());
+    r.bufs.push_back(seen(b));
+    r.args.push_back(a);
+  };
+  auto size_of = [](const Size& s) { return SeenSize{s.var() ? s.var()->state() : nullptr, s.mul(), s.add()}; };
+  for (const ExecItem& it : items) {
+    SeenItem si;
+    si.kind = it.kind;
+    si.first = static_cast<uint32_t>(r.args.size());
+    std::string_view name = it.kind == ItemKind::kernel ? std::string_view(it.kernel.name())
+                            : it.kind == ItemKind::native ? std::string_view(it.name)
+                                                          : std::string_view();
+    si.key = std::hash<std::string_view>{}(name) * 4 + static_cast<uint64_t>(it.kind);
+    switch (it.kind) {
+      case ItemKind::kernel:
+      case ItemKind::native:
+        for (const Arg& x : it.args) {
+          if (x.kind == Arg::Kind::buffer) {
+            buffer_arg(x.buf);
+            continue;
+          }
+          SeenArg a;
+          a.kind = x.kind;
+          a.dtype = x.dtype;
+          a.bits = x.kind == Arg::Kind::scalar ? x.bits : x.kind == Arg::Kind::local ? x.local_bytes : 0;
+          a.var = x.var ? x.var->state() : nullptr;
+          r.args.push_back(a);
+        }
+        si.gn = it.global.n;
+        si.ln = it.local.n;
+        for (uint8_t d = 0; d < it.global.n; ++d) si.g[d] = size_of(it.global.v[d]);
+        for (uint8_t d = 0; d < it.local.n; ++d) si.l[d] = size_of(it.local.v[d]);
+        break;
+      case ItemKind::copy:
+        buffer_arg(it.dst);
+        buffer_arg(it.src);
+        break;
+      case ItemKind::upload:
+        buffer_arg(it.dst);
+        if (it.data) {
+          si.data_bytes = it.data->size();
+          si.data_hash = std::hash<std::string_view>{}(std::string_view(reinterpret_cast<const char*>(it.data->data()), it.data->size()));
+        }
+        break;
+    }
+    si.count = static_cast<uint32_t>(r.args.size()) - si.first;
+    r.items.push_back(si);
+  }
+  for (const Buffer& o : outputs) r.outputs.push_back(seen(o));
+  return r;
+}
+
+std::vector<std::pair<uint32_t, uint32_t>> align_items(const std::vector<SeenItem>& a, const std::vector<SeenItem>& b) {
+  const size_t n = a.size(), m = b.size();
+  size_t suffix = 0;
+  while (suffix < n && suffix < m && a[n - 1 - suffix].key == b[m - 1 - suffix].key) ++suffix;
+  size_t prefix = 0;
+  while (prefix < n - suffix && prefix < m - suffix && a[prefix].key == b[prefix].key) ++prefix;
+  std::vector<std::pair<uint32_t, uint32_t>> pairs;
+  pairs.reserve(prefix + suffix);
+  for (size_t k = 0; k < prefix; ++k) pairs.emplace_back(static_cast<uint32_t>(k), static_cast<uint32_t>(k));
+  const size_t ma = n - suffix - prefix, mb = m - suffix - prefix;
+  if (ma > 0 && mb > 0 && ma * mb <= kMaxMiddleCells) {
+    // longest common subsequence of the middles; on ties call 0's item is skipped first (the usual
+    // extra item is call 0's lazy initialisation)
+    const size_t w = mb + 1;
+    std::vector<uint32_t> L((ma + 1) * w, 0);
+    auto at = [&](size_t i, size_t j) -> uint32_t& { return L[i * w + j]; };
+    for (size_t i = ma; i-- > 0;)
+      for (size_t j = mb; j-- > 0;)
+        at(i, j) = a[prefix + i].key == b[prefix + j].key ? at(i + 1, j + 1) + 1 : std::max(at(i + 1, j), at(i, j + 1));
+    size_t i = 0, j = 0;
+    while (i < ma && j < mb) {
+      if (a[prefix + i].key == b[prefix + j].key && at(i, j) == at(i + 1, j + 1) + 1) {
+        pairs.emplace_back(static_cast<uint32_t>(prefix + i), static_cast<uint32_t>(prefix + j));
+        ++i;
+        ++j;
+      } else if (at(i + 1, j) >= at(i, j + 1)) {
+        ++i;
+      } else {
+        ++j;
+      }
+    }
+  }
+  for (size_t k = 0; k < suffix; ++k)
+    pairs.emplace_back(static_cast<uint32_t>(n - suffix + k), static_cast<uint32_t>(m - suffix + k));
+  return pairs;
+}
+
+namespace {
+
+std::string bits_str(DType t, uint64_t bits) {
+  auto get = [&](auto x) {
+    std::memcpy(&x, &bits, sizeof x);
+    return x;
+  };
+  switch (t) {
+    case DType::f32: return std::to_string(get(float{}));
+    case DType::f64: return std::to_string(get(double{}));
+    case DType::i8: return std::to_string(get(int8_t{}));
+    case DType::i16: return std::to_string(get(int16_t{}));
+    case DType::i32: return std::to_string(get(int32_t{}));
+    case DType::i64: return std::to_string(get(int64_t{}));
+    case DType::u8: return std::to_string(get(uint8_t{}));
+    case DType::u16: return std::to_string(get(uint16_t{}));
+    case DType::u32: return std::to_string(get(uint32_t{}));
+    case DType::u64: return std::to_string(get(uint64_t{}));
+    case DType::f16: return "f16 bits " + std::to_string(get(uint16_t{}));
+  }
+  return "?";
+}
+
+std::string size_str(const SeenSize& s) {
+  if (!s.var) return std::to_string(s.add);
+  std::string v = "\"" + s.var->name + "\"";
+  if (s.mul != 1) v = std::to_string(s.mul) + "*" + v;
+  if (s.add != 0) v += (s.add > 0 ? "+" : "") + std::to_string(s.add);
+  return v;
+}
+
+std::string sizes_str(const SeenSize* s, uint8_t n) {
+  if (n == 0) return "none (encore chooses)";
+  std::string out = "{";
+  for (uint8_t d = 0; d < n; ++d) out += (d ? ", " : "") + size_str(s[d]);
+  return out + "}";
+}
+
+std::string buf_str(const SeenBuf& b, int call, const Buffer* live) {
+  std::string at = b.off != 0 ? " at byte " + std::to_string(b.off) : "";
+  switch (b.cls) {
+    case SeenBuf::Cls::none: return "no buffer";
+    case SeenBuf::Cls::input: return "input " + std::to_string(b.id) + at;
+    case SeenBuf::Cls::fresh:
+      return "a buffer allocated during call " + std::to_string(call) + " (" + std::to_string(b.bytes) + " bytes" + at + ")";
+    case SeenBuf::Cls::other: {
+      if (live) return "closure buffer " + live->describe();
+      std::shared_ptr<BufferImpl> r = b.root.lock();
+      if (!r) return "a closure buffer (" + std::to_string(b.bytes) + " bytes" + at + ") freed since";
+      return "closure buffer " + Buffer(r).describe() + at;
+    }
+  }
+  return "?";
+}
+
+// Pairs the two calls' fresh storages as the aligned items first use them.
+struct FreshPairing {
+  std::vector<int64_t> to1, to0;
+  bool same(const SeenBuf& a, const SeenBuf& b) {
+    if (a.off != b.off || a.bytes != b.bytes) return false;
+    using C = SeenBuf::Cls;
+    if (a.cls == C::none || b.cls == C::none || a.cls == C::input || b.cls == C::input) return a.cls == b.cls && a.id == b.id;
+    if (a.cls == C::fresh && b.cls == C::fresh) {
+      if (to1[a.id] < 0 && to0[b.id] < 0) {
+        to1[a.id] = b.id;
+        to0[b.id] = a.id;
+        return true;
+      }
+      return to1[a.id] == static_cast<int64_t>(b.id);
+    }
+    // the same storage, still alive: closure state, or call 0's lazy allocation kept by the closure
+    return a.raw == b.raw && !a.root.expired();
+  }
+};
+
+std::string item_str(const ExecItem& it) {
+  switch (it.kind) {
+    case ItemKind::kernel: return "kernel " + it.kernel.name();
+    case ItemKind::copy: return "copy";
+    case ItemKind::upload: return "upload (copyin)";
+    case ItemKind::native: return "native call " + (it.name.empty() ? std::string("(unnamed)") : it.name);
+  }
+  return "?";
+}
+
+}  // namespace
+
+void check_same_step(const CallRecord& c0, const CallRecord& c1, const std::vector<ExecItem>& items1, const std::vector<Buffer>& outputs1) {
+  static const char* off_switch =
+      " If the difference is meant to happen once and then stay (a flag set after call 0), switch this check off for this jit: "
+      "JitOptions::check_closure = false. Only calls 0 and 1 are compared: a value that changes later is found by verify mode "
+      "(ENCORE_VERIFY=N).";
+  static const char* buffer_fix =
+      "Replay would use call 1's buffer on every call. A buffer that changes between calls must be an input: pass it as an argument "
+      "of the call (jit(buf, ...)).";
+  static const char* value_fix =
+      "Replay would use call 1's value on every call. A value that changes between calls must be a Variable: launch with the "
+      "Variable and pass it bound to each call (jit(..., v.bind(value))).";
+  FreshPairing fp{std::vector<int64_t>(c0.fresh, -1), std::vector<int64_t>(c1.fresh, -1)};
+  const std::vector<std::pair<uint32_t, uint32_t>> pairs = align_items(c0.items, c1.items);
+  if (pairs.size() != c0.items.size() || pairs.size() != c1.items.size())
+    log(LogLevel::info, "TinyJit capture check: " + std::to_string(c0.items.size() - pairs.size()) + " items of call 0 and " +
+                            std::to_string(c1.items.size() - pairs.size()) + " of call 1 have no partner in the other call and were not compared");
+  for (auto [i, j] : pairs) {
+    const SeenItem &a = c0.items[i], &b = c1.items[j];
+    const ExecItem& it = items1[j];
+    auto fail = [&](const std::string& what, const std::string& v0, const std::string& v1, const char* fix) {
+      std::string where = "item " + std::to_string(j) + " (" + item_str(it) + ")";
+      if (i != j) where += ", item " + std::to_string(i) + " of call 0,";
+      throw JitError("TinyJit capture check: the step's " + what + " in " + where + " differs between call 0 and call 1 (the capture): " + v0 +
+                     " in call 0, " + v1 + " in call 1. " + fix + off_switch);
+    };
+    auto arg_name = [&](uint32_t k) -> std::string {
+      if (it.kind == ItemKind::kernel) {
+        const auto& params = it.kernel.params();
+        if (k < params.size())
+          return "argument " + std::to_string(k) + " (" + (params[k].const_data ? "const " : "") + params[k].type_name + " " + params[k].name + ")";
+      }
+      if (it.kind == ItemKind::copy) return k == 0 ? "destination" : "source";
+      if (it.kind == ItemKind::upload) return "destination";
+      return (it.kind == ItemKind::native ? "buffer " : "argument ") + std::to_string(k);
+    };
+    if (a.count != b.count)
+      fail("number of arguments", std::to_string(a.count), std::to_string(b.count), value_fix);
+    for (uint32_t k = 0; k < a.count; ++k) {
+      const SeenArg &x = c0.args[a.first + k], &y = c1.args[b.first + k];
+      const Buffer* live = nullptr;
+      if (it.kind == ItemKind::kernel || it.kind == ItemKind::native) live = k < it.args.size() ? &it.args[k].buf : nullptr;
+      else live = k == 0 ? &it.dst : &it.src;
+      static constexpr const char* kinds[] = {"a buffer", "a scalar", "a Variable", "__local memory"};
+      if (x.kind != y.kind)
+        fail(arg_name(k), kinds[static_cast<int>(x.kind)], kinds[static_cast<int>(y.kind)], x.kind == Arg::Kind::buffer ? buffer_fix : value_fix);
+      switch (y.kind) {
+        case Arg::Kind::buffer:
+          if (const SeenBuf &xb = c0.bufs[x.buf], &yb = c1.bufs[y.buf]; !fp.same(xb, yb)) {
+            bool other = xb.cls == SeenBuf::Cls::other && yb.cls == SeenBuf::Cls::other;
+            fail(arg_name(k), buf_str(xb, 0, nullptr), (other ? "another " : "") + buf_str(yb, 1, live), buffer_fix);
+          }
+          break;
+        case Arg::Kind::scalar:
+          if (x.dtype != y.dtype || x.bits != y.bits)
+            fail(arg_name(k), bits_str(x.dtype, x.bits), bits_str(y.dtype, y.bits), value_fix);
+          break;
+        case Arg::Kind::variable:
+          if (x.var != y.var || x.dtype != y.dtype)
+            fail(arg_name(k), "Variable \"" + x.var->name + "\" as " + std::string(name(x.dtype)),
+                 "Variable \"" + y.var->name + "\" as " + std::string(name(y.dtype)), value_fix);
+          break;
+        case Arg::Kind::local:
+          if (x.bits != y.bits)
+            fail(arg_name(k), std::to_string(x.bits) + " bytes of __local memory", std::to_string(y.bits) + " bytes", value_fix);
+          break;
+      }
+    }
+    auto same_sizes = [](const SeenSize* p, uint8_t pn, const SeenSize* q, uint8_t qn) {
+      if (pn != qn) return false;
+      for (uint8_t d = 0; d < pn; ++d)
+        if (!(p[d] == q[d])) return false;
+      return true;
+    };
+    if (!same_sizes(a.g, a.gn, b.g, b.gn)) fail("global size", sizes_str(a.g, a.gn), sizes_str(b.g, b.gn), value_fix);
+    if (!same_sizes(a.l, a.ln, b.l, b.ln)) fail("local size", sizes_str(a.l, a.ln), sizes_str(b.l, b.ln), value_fix);
+    if (a.data_bytes != b.data_bytes || a.data_hash != b.data_hash)
+      fail("uploaded host data", std::to_string(a.data_bytes) + " bytes", "other bytes (" + std::to_string(b.data_bytes) + " bytes)",
+           "A copyin inside the step is replayed with call 1's bytes on every call. Upload data that changes outside the step, "
+           "into a buffer passed as an input.");
+  }
+  if (c0.outputs.size() != c1.outputs.size())
+    throw JitError("TinyJit capture check: call 0 returned " + std::to_string(c0.outputs.size()) + " buffers, call 1 (the capture) " +
+                   std::to_string(c1.outputs.size()) + ". Replay returns call 1's outputs on every call: host code must not steer "
+                   "what the step returns." + off_switch);
+  for (size_t k = 0; k < c0.outputs.size(); ++k)
+    if (!fp.same(c0.outputs[k], c1.outputs[k])) {
+      const Buffer* live = outputs1[k] ? &outputs1[k] : nullptr;
+      bool other = c0.outputs[k].cls == SeenBuf::Cls::other && c1.outputs[k].cls == SeenBuf::Cls::other;
+      throw JitError("TinyJit capture check: output " + std::to_string(k) + " differs between call 0 and call 1 (the capture): " +
+                     buf_str(c0.outputs[k], 0, nullptr) + " in call 0, " + (other ? "another " : "") + buf_str(c1.outputs[k], 1, live) +
+                     " in call 1. Replay returns call 1's output on every call; a buffer that changes between calls must be an input." +
+                     off_switch);
+    }
+}
+
+}  // namespace encore::detail

@@ -1,0 +1,83 @@
+#pragma once
+// The capture check (DESIGN rule 1): TinyJit records call 0 as well as call 1, and at the end of
+// call 1 compares the two item by item. A host value the callable takes from its closure (a kernel
+// scalar, a launch size, a buffer picked by a host index) that differs between the two calls would
+// be frozen at call 1's value by replay: that is a JitError at capture.
+//
+// A recording is kept in a compact form (no Buffer handles, so call 0's temporaries are freed when
+// call 0 ends). Buffers are seen as one of
+//   input  - inside input slot k of that call (at a byte offset into it);
+//   fresh  - storage allocated during that call: differs between calls by construction, so the two
+//            calls' fresh storages are paired in the order the aligned items first use them, and
+//            that pairing must then hold for every later use;
+//   other  - any other storage (closure state): the same storage both times, still alive.
+// Storage allocated in call 0 and used again by call 1 (a lazy initialisation that stored a buffer
+// in the closure) is the same storage both times, so it matches.
+//
+// Alignment: items pair by kind and name (the kernel, or a native call's name), first over the
+// longest common suffix, then the longest common prefix, then a longest common subsequence of what
+// is left in the middle (when it is at most kMaxMiddleCells pairs; larger middles are skipped).
+// Items without a partner are skipped: a lazy initialisation that ran only in call 0, or work a
+// flag switched on after call 0. Upload data is compared by size and hash.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "internal.hpp"
+
+namespace encore::detail {
+
+struct SeenBuf {
+  enum class Cls : uint8_t { none, input, fresh, other };
+  Cls cls = Cls::none;
+  uint32_t id = 0;                   // input: its slot; fresh: its index among the call's fresh storages
+  uint64_t off = 0, bytes = 0;       // input: byte offset into the input; else into the storage
+  const BufferImpl* raw = nullptr;   // the storage (fresh, other)
+  std::weak_ptr<BufferImpl> root;    // tells a live storage from a new one at a reused address
+};
+
+struct SeenSize {
+  const VarState* var = nullptr;
+  int64_t mul = 0, add = 0;
+  bool operator==(const SeenSize&) const = default;
+};
+
+struct SeenArg {
+  Arg::Kind kind = Arg::Kind::buffer;
+  DType dtype = DType::i32;
+  uint32_t buf = 0;               // buffer: its index in CallRecord::bufs
+  uint64_t bits = 0;              // scalar: its bits; local: its bytes
+  const VarState* var = nullptr;  // variable
+};
+
+struct SeenItem {
+  ItemKind kind = ItemKind::kernel;
+  uint64_t key = 0;                  // kind and name: what alignment pairs on
+  uint32_t first = 0, count = 0;     // its arguments in CallRecord::args (copy: dst, src; upload: dst)
+  uint8_t gn = 0, ln = 0;
+  SeenSize g[3], l[3];
+  uint64_t data_bytes = 0, data_hash = 0;  // upload
+};
+
+struct CallRecord {
+  std::vector<SeenItem> items;
+  std::vector<SeenArg> args;
+  std::vector<SeenBuf> bufs;
+  std::vector<SeenBuf> outputs;
+  uint32_t fresh = 0;                // fresh storages seen
+};
+
+// The compact form of one call's items. `capture_id`: the recorder of that call (what is fresh).
+CallRecord summarize_call(const std::vector<ExecItem>& items, const std::vector<Buffer>& inputs, const std::vector<Buffer>& outputs,
+                          uint64_t capture_id);
+
+// JitError at the first difference between call 0 and call 1 (`items1`/`outputs1`: call 1 as
+// recorded, for the message), naming the item, the argument, both values and the fix.
+void check_same_step(const CallRecord& call0, const CallRecord& call1, const std::vector<ExecItem>& items1,
+                     const std::vector<Buffer>& outputs1);
+
+// Pairs (index in a, index in b) of the alignment described above, in increasing order.
+std::vector<std::pair<uint32_t, uint32_t>> align_items(const std::vector<SeenItem>& a, const std::vector<SeenItem>& b);
+constexpr size_t kMaxMiddleCells = size_t{1} << 20;
+
+}  // namespace encore::detail
