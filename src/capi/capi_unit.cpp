@@ -133,7 +133,10 @@ struct JitObj : Object {
   // The callable TinyJit runs on eager calls: the C step, then its handed-over outputs as Buffers.
   std::vector<Buffer> step() {
     handed.assign(num_outputs, nullptr);
-    encore_status s = fn(userdata, cur_inputs, cur_num_inputs, cur_vars, cur_num_vars, handed.data(), num_outputs);
+    const encore_status returned = fn(userdata, cur_inputs, cur_num_inputs, cur_vars, cur_num_vars, handed.data(), num_outputs);
+    const int32_t code = enum_bits(returned);  // C may return any int: never loaded as the enum
+    const bool known = code > ENCORE_OK && code <= ENCORE_ERROR_UNKNOWN;
+    const encore_status s = code == ENCORE_OK ? ENCORE_OK : known ? static_cast<encore_status>(code) : ENCORE_ERROR_UNKNOWN;
     std::string inner = s != ENCORE_OK ? encore_last_error() : "";
     // take over every handle the step handed out, also on failure, so none leaks
     std::vector<Buffer> outs(num_outputs);
@@ -158,7 +161,8 @@ struct JitObj : Object {
       }
     }
     if (s != ENCORE_OK)
-      fail(s, std::string("the step callback returned ") + encore_status_name(s) +
+      fail(s, std::string("the step callback returned ") +
+                  (known ? std::string(encore_status_name(s)) : std::to_string(code) + " (not an encore_status)") +
                   (inner.empty() ? std::string() : " (last error on this thread: " + inner + ")"));
     if (!problem.empty()) fail(ENCORE_ERROR_INVALID_ARGUMENT, problem);
     for (const Buffer& b : in_bufs) add_device(eager_devices, b.device());

@@ -254,6 +254,12 @@ static encore_status noop_step(void* ud, const encore_buffer* in, size_t n_in, c
   return ENCORE_OK;
 }
 
+static encore_status bad_status_step(void* ud, const encore_buffer* in, size_t n_in, const encore_bound_var* vars, size_t n_vars,
+                                     encore_buffer* out, size_t n_out) {
+  (void)ud, (void)in, (void)n_in, (void)vars, (void)n_vars, (void)out, (void)n_out;
+  return (encore_status)-1;
+}
+
 static int test_bounds(encore_device dev, encore_program prog) {
   encore_kernel add1 = NULL;
   encore_buffer x = NULL;
@@ -284,6 +290,10 @@ static int test_bounds(encore_device dev, encore_program prog) {
   EXPECT_OK(encore_capture_destroy(cap));
   jo.max_in_flight = 0xdeadbeefu;
   EXPECT_ERR(encore_jit_create(noop_step, NULL, 0, &jo, &jit), ENCORE_ERROR_INVALID_ARGUMENT, "max_in_flight");
+
+  REQUIRE_OK(encore_jit_create(bad_status_step, NULL, 0, NULL, &jit));
+  EXPECT_ERR(encore_jit_call(jit, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL), ENCORE_ERROR_UNKNOWN, "returned -1 (not an encore_status)");
+  encore_jit_destroy(jit);
 
   encore_device_destroy(nulldev);
   encore_buffer_destroy(x);
