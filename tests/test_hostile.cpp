@@ -30,25 +30,32 @@ __kernel void spin(__global int* x, int n) { int a = x[0]; for (int i = 0; i < n
 }  // namespace
 
 // encore_event_wait held only a temporary reference to the event while waiting on its parts: a
-// destroy on another thread freed them under the wait.
+// destroy on another thread freed them under the wait (the next part read freed memory). The unit
+// spans two sub-devices, so its completion has two parts to wait for one after the other.
 TEST(CapiThreads, EventWaitWhileAnotherThreadDestroysIt) {
   NEED_CL();
-  encore_device dev = nullptr;
-  encore_program prog = nullptr;
-  encore_kernel spin = nullptr;
-  encore_buffer x = nullptr;
+  encore_device dev = nullptr, sub[2] = {nullptr, nullptr};
+  C_OK(encore_device_open("CL", &dev));
+  if (encore_device_split(dev, 2, sub) != ENCORE_OK) {
+    encore_device_destroy(dev);
+    GTEST_SKIP() << "cannot split the device in two: " << encore_last_error();
+  }
+  encore_program prog[2] = {};
+  encore_kernel spin[2] = {};
+  encore_buffer x[2] = {};
   encore_capture cap = nullptr;
   encore_unit unit = nullptr;
-  C_OK(encore_device_open("CL", &dev));
-  C_OK(encore_program_compile(dev, kSpinSrc, nullptr, &prog));
-  C_OK(encore_kernel_create(prog, "spin", &spin));
-  C_OK(encore_buffer_alloc(dev, ENCORE_I32, 1, &x));
   int zero = 0;
-  C_OK(encore_buffer_copyin(x, &zero, sizeof zero));
-  C_OK(encore_capture_begin(nullptr, &cap));
   size_t one = 1;
-  encore_arg args[2] = {encore_arg_buffer(x), encore_arg_i32(300000)};
-  C_OK(encore_launch(dev, spin, &one, nullptr, 1, args, 2));
+  C_OK(encore_capture_begin(nullptr, &cap));
+  for (int d = 0; d < 2; ++d) {
+    C_OK(encore_program_compile(sub[d], kSpinSrc, nullptr, &prog[d]));
+    C_OK(encore_kernel_create(prog[d], "spin", &spin[d]));
+    C_OK(encore_buffer_alloc(sub[d], ENCORE_I32, 1, &x[d]));
+    C_OK(encore_buffer_copyin(x[d], &zero, sizeof zero));
+    encore_arg args[2] = {encore_arg_buffer(x[d]), encore_arg_i32(300000)};
+    C_OK(encore_launch(sub[d], spin[d], &one, nullptr, 1, args, 2));
+  }
   C_OK(encore_capture_end(cap, &unit));
   for (int round = 0; round < 8; ++round) {
     encore_event ev = nullptr;
@@ -65,11 +72,14 @@ TEST(CapiThreads, EventWaitWhileAnotherThreadDestroysIt) {
     waiter.join();
     EXPECT_TRUE(waited == ENCORE_OK || waited == ENCORE_ERROR_INVALID_HANDLE) << encore_status_name(waited);
   }
-  C_OK(encore_device_synchronize(dev));
   encore_unit_destroy(unit);
-  encore_buffer_destroy(x);
-  encore_kernel_destroy(spin);
-  encore_program_destroy(prog);
+  for (int d = 0; d < 2; ++d) {
+    C_OK(encore_device_synchronize(sub[d]));
+    encore_buffer_destroy(x[d]);
+    encore_kernel_destroy(spin[d]);
+    encore_program_destroy(prog[d]);
+    encore_device_destroy(sub[d]);
+  }
   encore_device_destroy(dev);
 }
 
@@ -79,10 +89,11 @@ TEST(CapiThreads, SetNameWhileAnotherThreadFailsOnTheBuffer) {
   encore_buffer b = nullptr;
   C_OK(encore_device_open("NULL", &dev));
   C_OK(encore_buffer_alloc(dev, ENCORE_F32, 16, &b));
-  constexpr int kRounds = 3000;
+  constexpr int kRounds = 4000;
   std::thread renamer([&] {
     for (int i = 0; i < kRounds; ++i) {
-      std::string name = "a buffer name long enough to live on the heap, number " + std::to_string(i);
+      // long names: copying one into a message takes long enough for a free to land in the middle
+      std::string name = std::string(8192, 'n') + " a buffer name long enough, number " + std::to_string(i);
       EXPECT_EQ(encore_buffer_set_name(b, name.c_str()), ENCORE_OK);
     }
   });
