@@ -1,5 +1,7 @@
 #include "encore/buffer.hpp"
 
+#include <mutex>
+
 #include "encore/device.hpp"
 #include "internal.hpp"
 
@@ -100,10 +102,18 @@ size_t Buffer::offset() const { return need(impl_).offset; }
 bool Buffer::is_view() const { return need(impl_).base != nullptr; }
 Buffer Buffer::base() const { return need(impl_).base ? Buffer(impl_->base) : *this; }
 bool Buffer::allocated() const { return need(impl_).root()->mem.load(std::memory_order_acquire) != nullptr; }
+// Names are set rarely and read mostly for messages, from any thread that describes a buffer
+// (a failing call on one thread while another renames it): one lock for every buffer's name.
+static std::mutex& names_mu() {
+  static auto* m = new std::mutex;  // never destroyed: buffers may be described during exit
+  return *m;
+}
 const std::string& Buffer::name() const { return need(impl_).name; }
 Buffer& Buffer::set_name(std::string n) {
-  need(impl_).name = std::move(n);
-  return *this;
+  BufferImpl& b = need(impl_);
+  std::lock_guard<std::mutex> lock(names_mu());
+  b.name.swap(n);
+  return *this;  // the old name is freed after the lock, in n
 }
 void Buffer::touch() const { need(impl_).bump(); }
 uint64_t Buffer::version() const { return need(impl_).root()->version.load(std::memory_order_relaxed); }
@@ -111,7 +121,10 @@ uint64_t Buffer::version() const { return need(impl_).root()->version.load(std::
 std::string Buffer::describe() const {
   if (!impl_) return "null buffer";
   std::string s = std::string(encore::name(impl_->dtype)) + "[" + std::to_string(impl_->count) + "]";
-  if (!impl_->name.empty()) s += " '" + impl_->name + "'";
+  {
+    std::lock_guard<std::mutex> lock(names_mu());
+    if (!impl_->name.empty()) s += " '" + impl_->name + "'";
+  }
   if (impl_->base) s += " (view at byte " + std::to_string(impl_->offset) + ")";
   return s + " on " + impl_->dev->info.id;
 }
@@ -160,7 +173,10 @@ Buffer region(const Buffer& of, DType t, size_t byte_offset, size_t count) {
   v->nbytes = nb;
   v->base = b.base ? b.base : of.shared_impl();
   v->offset = abs;
-  v->name = b.name;
+  {
+    std::lock_guard<std::mutex> lock(names_mu());
+    v->name = b.name;
+  }
   if (Recorder* r = current_recorder()) v->capture_id = r->id;
   return Buffer(std::move(v));
 }

@@ -1,6 +1,8 @@
 #include "encore/device.hpp"
 
+#include <charconv>
 #include <cstdlib>
+#include <system_error>
 
 #include "internal.hpp"
 
@@ -75,8 +77,12 @@ Device Device::open(std::string_view name_in) {
   int index = -2;
   if (name == "NULL") index = -3;
   else if (name == "CL" || name == "OPENCL") index = -1;
-  else if (name.rfind("CL:", 0) == 0 && name.size() > 3 && name.find_first_not_of("0123456789", 3) == std::string::npos)
-    index = std::atoi(name.c_str() + 3);
+  else if (name.rfind("CL:", 0) == 0 && name.size() > 3 && name.find_first_not_of("0123456789", 3) == std::string::npos) {
+    // strictly: atoi wrapped "CL:4294967296" to CL:0
+    auto [end, ec] = std::from_chars(name.data() + 3, name.data() + name.size(), index);
+    if (ec != std::errc() || end != name.data() + name.size())
+      throw DeviceError("no OpenCL device " + std::string(name_in) + ": the device number is out of range (" + available() + ")");
+  }
   if (index == -2) throw DeviceError("unknown device name \"" + std::string(name_in) + "\" (expected CL, CL:N or NULL; " + available() + ")");
   Registry& reg = registry();
   std::lock_guard<std::mutex> lock(reg.mu);

@@ -17,6 +17,11 @@ namespace detail {
 
 std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vector<Buffer> outputs,
                                     UnitOptions opt, std::vector<BufferImpl*> internal, const std::vector<uint64_t>& capture_ids) {
+  // each replay in flight holds a marker per device: a garbage bound would allocate gigabytes
+  constexpr uint32_t kMaxInFlight = 1024;
+  if (opt.max_in_flight > kMaxInFlight)
+    throw ArgumentError("UnitOptions::max_in_flight: at most " + std::to_string(kMaxInFlight) + " replays in flight (0: unbounded), found " +
+                        std::to_string(opt.max_in_flight));
   auto up = std::make_unique<UnitImpl>();
   UnitImpl& u = *up;
   TraceSpan plan_span("plan");
@@ -130,6 +135,7 @@ bool ExecutionUnit::is_fresh_output(const Buffer& b) const { return b && need(im
 
 ExecutionUnit& ExecutionUnit::bind_input(size_t slot, const Buffer& b) {
   UnitImpl& u = need(impl_);
+  check_not_replaying(u, "bind_input");
   if (slot >= u.inputs.size())
     throw JitError("input slot " + std::to_string(slot) + " out of range: the capture has " + std::to_string(u.inputs.size()) + " inputs");
   if (!b) throw JitError("input " + std::to_string(slot) + ": null buffer");
@@ -151,6 +157,7 @@ ExecutionUnit& ExecutionUnit::bind_input(size_t slot, const Buffer& b) {
 
 ExecutionUnit& ExecutionUnit::bind_var(size_t slot, int64_t value) {
   UnitImpl& u = need(impl_);
+  check_not_replaying(u, "bind_var");
   const Variable& v = variable(slot);
   if (v.is_float()) return bind_var_f(slot, static_cast<double>(value));
   if (value < v.min() || value > v.max())
@@ -163,6 +170,7 @@ ExecutionUnit& ExecutionUnit::bind_var(size_t slot, int64_t value) {
 
 ExecutionUnit& ExecutionUnit::bind_var_f(size_t slot, double value) {
   UnitImpl& u = need(impl_);
+  check_not_replaying(u, "bind_var_f");
   const Variable& v = variable(slot);
   if (!v.is_float()) {
     if (!(value >= -9.2e18 && value <= 9.2e18) || value != static_cast<double>(static_cast<int64_t>(value)))
@@ -197,6 +205,7 @@ void ExecutionUnit::operator()() { run_unit(need(impl_)); }
 
 Event ExecutionUnit::run(std::span<const Event> wait_for) {
   UnitImpl& u = need(impl_);
+  check_not_replaying(u, "run");
   if (!wait_for.empty())
     for (auto& d : u.plan.devices) d->enqueue_wait(wait_for);
   run_unit(u);
@@ -232,6 +241,7 @@ bool ExecutionUnit::times_on_device() const {
 
 double ExecutionUnit::run_and_wait() {
   UnitImpl& u = need(impl_);
+  check_not_replaying(u, "run_and_wait");
   auto& devs = u.plan.devices;
   if (devs.size() == 1 && devs[0]->profiling) {
     uint64_t t0 = 0, t1 = 0;
@@ -270,6 +280,7 @@ ExecutionUnit ExecutionUnit::operator+(const ExecutionUnit& o) const {
 
 void ExecutionUnit::free_intermediates() {
   UnitImpl& u = need(impl_);
+  check_not_replaying(u, "free_intermediates");
   if (u.plan.opt.max_in_flight == 0)
     for (auto& d : u.plan.devices) d->finish();
   else

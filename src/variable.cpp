@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <string>
 
 #include "encore/error.hpp"
 #include "internal.hpp"
@@ -82,6 +84,16 @@ Variable::Variable(std::string name, int64_t min, int64_t max) : s_(std::make_sh
 
 static Variable make_float(std::string name, VarType t, double min, double max, Variable (*mk)(std::shared_ptr<detail::VarState>)) {
   if (!(min <= max)) throw ArgumentError("Variable \"" + name + "\": min > max");
+  if (t == VarType::f32) {
+    // an f32 variable's value must reach the kernel as a float: its bounds are clamped to the
+    // float range (the defaults, +-1e300, included), so every bound check rejects what would be inf
+    constexpr double fl = std::numeric_limits<float>::max();
+    if (min > fl || max < -fl)
+      throw ArgumentError("Variable \"" + name + "\": f32 bounds [" + std::to_string(min) + ", " + std::to_string(max) +
+                          "] hold no finite float value (use Variable::f64)");
+    min = std::max(min, -fl);
+    max = std::min(max, fl);
+  }
   auto s = std::make_shared<detail::VarState>();
   s->name = std::move(name);
   s->type = t;
@@ -115,7 +127,10 @@ BoundVar Variable::bind(double value) const {
   }
   if (!(value >= s_->fmin && value <= s_->fmax))
     throw ArgumentError("Variable \"" + s_->name + "\": value " + std::to_string(value) + " is outside its bounds [" +
-                        std::to_string(s_->fmin) + ", " + std::to_string(s_->fmax) + "]");
+                        std::to_string(s_->fmin) + ", " + std::to_string(s_->fmax) + "]" +
+                        (s_->type == VarType::f32 && std::isfinite(value) && std::fabs(value) > std::numeric_limits<float>::max()
+                             ? " (it does not fit the variable's type f32)"
+                             : ""));
   detail::bind_on_this_thread(s_, {0, value});
   return BoundVar{*this, 0, value};
 }
@@ -142,6 +157,16 @@ Size::Size(const Variable& v, int64_t mul, int64_t add) : mul_(mul), add_(add), 
   if (v.is_float()) throw ArgumentError("Variable \"" + v.name() + "\" is a float variable: it cannot be a launch size");
 }
 
-int64_t Size::eval() const { return var_ ? mul_ * detail::var_value(*var_->state()).i + add_ : add_; }
+int64_t Size::eval() const { return var_ ? eval(detail::var_value(*var_->state()).i) : add_; }
+
+int64_t Size::eval(int64_t var_value) const {
+  int64_t r;
+  if (__builtin_mul_overflow(mul_, var_value, &r) || __builtin_add_overflow(r, add_, &r)) {
+    std::string v = var_ ? var_->name() : "var";
+    throw ArgumentError("launch size " + std::to_string(mul_) + " * " + v + " + " + std::to_string(add_) + " overflows int64 for " + v +
+                        " = " + std::to_string(var_value) + " (choose a smaller value or tighter variable bounds)");
+  }
+  return r;
+}
 
 }  // namespace encore

@@ -31,14 +31,34 @@
  * Handles are opaque values (slot + generation) checked on every call: NULL, destroyed, wrong-type
  * handles and values encore never handed out give ENCORE_ERROR_INVALID_HANDLE, never a crash. Each handle owns one reference: destroying a
  * handle never invalidates another (a unit keeps the buffers and kernels it uses alive).
+ * Handles are not secrets: a guessed small value can hit a live handle of the same type (the
+ * callers of a C API are trusted code in the same process), but never one of another type, which
+ * is always ENCORE_ERROR_INVALID_HANDLE naming both types.
  *
  * OpenCL interop (adopting an engine's cl_command_queue / cl_mem / cl_event, handing out native
  * handles): the functions at the end of this header take `struct _cl_command_queue*` etc., which
  * are exactly cl_command_queue, cl_mem, cl_event and cl_context from <CL/cl.h>; they are declared
  * only by their incomplete struct names, so no OpenCL header is needed to include this one.
  *
- * Threads: the handle table is thread-safe; one object may be used from several threads as the
- * C++ API allows (see the encore/ C++ headers). A capture records the work of the thread that began it.
+ * Threads: the handle table is thread-safe, and a call holds the object behind each handle it was
+ * given until it returns, so destroying a handle while another thread uses it (waits for an event,
+ * runs a unit) is safe: that call finishes, later ones give ENCORE_ERROR_INVALID_HANDLE. Buffer
+ * names may be set while other threads use the buffer. Otherwise one object may be used from
+ * several threads as the C++ API allows (see the encore/ C++ headers): a unit or a capture by one
+ * thread at a time, a jit from any thread (calls are serialised). A capture records the work of the
+ * thread that began it.
+ *
+ * Re-entrancy: a callback runs inside the encore call that invokes it.
+ * - A jit's step (encore_step_fn) may issue work with every function here, except calls on its own
+ *   jit (encore_jit_call, _reset, _destroy, _calls, _get_stats: ENCORE_ERROR_INVALID_ARGUMENT).
+ * - A native callback (encore_native_fn) runs eagerly, while captured and on every replay, in the
+ *   middle of a step: it may enqueue native work on the queue it is given, query (get_info,
+ *   counts, stats, *_native, event_done), wait for events, create and destroy handles and set
+ *   buffer names. Every call that enqueues, records or runs work or changes a unit or jit
+ *   (encore_launch*, encore_copy, encore_buffer_copyin/out, encore_enqueue_native,
+ *   encore_capture_begin/_end/_destroy, encore_unit_run*, _bind_*, _free_intermediates,
+ *   encore_jit_call, _reset) is refused with ENCORE_ERROR_JIT: that work would not be part of the
+ *   step (a capture would record it besides the callback, and every replay would issue it again).
  */
 #ifndef ENCORE_ENCORE_H
 #define ENCORE_ENCORE_H
@@ -119,7 +139,8 @@ typedef struct encore_bound_var {
 /* ---- devices ----------------------------------------------------------------------------- */
 
 /* Opens a device by name: NULL or "" = default (ENCORE_DEVICE, else first GPU, else first OpenCL
- * device), "CL", "CL:N", "NULL" (a no-op device: kernels do not run). */
+ * device), "CL", "CL:N", "NULL" (a no-op device: kernels do not run). A device number that does
+ * not exist (or does not fit an int) is ENCORE_ERROR_DEVICE listing the devices that exist. */
 ENCORE_C_API encore_status encore_device_open(const char* name, encore_device* out);
 /* Releases this handle (the device lives on while buffers, programs or units use it). */
 ENCORE_C_API encore_status encore_device_destroy(encore_device dev);
@@ -129,8 +150,9 @@ ENCORE_C_API encore_status encore_device_info(encore_device dev, const char** id
 ENCORE_C_API encore_status encore_device_synchronize(encore_device dev);
 /* Splits the device into `parts` sub-devices (compute units / parts compute units each, one new
  * context shared by them; ids "CL:0.0", "CL:0.1", ...; the NULL device gives NULL devices): out[0..parts-1]
- * receive new handles, each released with encore_device_destroy. On failure (ENCORE_ERROR_DEVICE
- * naming the OpenCL status, e.g. more parts than compute units) no handle is made. */
+ * receive new handles, each released with encore_device_destroy. parts is 1..1024
+ * (ENCORE_ERROR_INVALID_ARGUMENT otherwise). On failure (ENCORE_ERROR_DEVICE naming the OpenCL
+ * status, e.g. more parts than compute units) no handle is made. */
 ENCORE_C_API encore_status encore_device_split(encore_device dev, unsigned parts, encore_device* out);
 
 /* ---- buffers ----------------------------------------------------------------------------- */
@@ -182,7 +204,8 @@ ENCORE_C_API encore_status encore_kernel_destroy(encore_kernel kernel);
 
 /* An integer variable with inclusive bounds; passed to kernels as i32 unless asked otherwise. */
 ENCORE_C_API encore_status encore_variable_create_int(const char* name, int64_t min, int64_t max, encore_variable* out);
-/* A float variable passed to kernels as float. */
+/* A float variable passed to kernels as float; its bounds are clamped to the float range (+-FLT_MAX),
+ * so a value that would reach the kernel as inf is ENCORE_ERROR_INVALID_ARGUMENT. */
 ENCORE_C_API encore_status encore_variable_create_f32(const char* name, double min, double max, encore_variable* out);
 /* A float variable passed to kernels as double. */
 ENCORE_C_API encore_status encore_variable_create_f64(const char* name, double min, double max, encore_variable* out);
@@ -225,7 +248,9 @@ typedef struct encore_arg {
   } value;
 } encore_arg;
 
-/* A launch size affine in an integer variable: mul * var + add (var NULL: the literal `add`). */
+/* A launch size affine in an integer variable: mul * var + add (var NULL: the literal `add`). A
+ * value for which it overflows int64 is ENCORE_ERROR_INVALID_ARGUMENT (eagerly, and when a unit's
+ * variable is bound), never a wrapped size. */
 typedef struct encore_size {
   encore_variable var;
   int64_t mul;
@@ -233,7 +258,8 @@ typedef struct encore_size {
 } encore_size;
 
 /* Launches `kernel` eagerly on `dev` (recorded when a capture is active on this thread). `dims`
- * is 1..3; `local` may be NULL to let encore choose. */
+ * is 1..3; `local` may be NULL to let encore choose; num_args must be the kernel's argument count.
+ * Enum fields of args (kind, value.variable.as) holding no enumerator are ENCORE_ERROR_INVALID_ARGUMENT. */
 ENCORE_C_API encore_status encore_launch(encore_device dev, encore_kernel kernel, const size_t* global,
                                          const size_t* local, size_t dims, const encore_arg* args, size_t num_args);
 /* The same with sizes affine in variables and an optional item name (NULL: the kernel's). */
@@ -259,7 +285,7 @@ typedef struct encore_unit_options {
   int plan;          /* plan internal temporaries into one arena (default 1) */
   int allow_copyout; /* permit copyout during capture, its value frozen (default 0) */
   uint32_t max_in_flight; /* replays in flight at most: a run first waits for the one this many
-                             runs before (default 3; 0: unbounded) */
+                             runs before (default 3; 0: unbounded; at most 1024) */
 } encore_unit_options;
 
 typedef struct encore_unit_stats {
@@ -329,19 +355,20 @@ typedef struct encore_jit_options {
   int allow_copyout;
   int fresh_outputs; /* replay hands out fresh copies of the outputs */
   int verify;        /* check the first N replays against eager runs (ENCORE_VERIFY=N) */
-  uint32_t max_in_flight; /* replays in flight at most (default 3; 0: unbounded) */
+  uint32_t max_in_flight; /* replays in flight at most (default 3; 0: unbounded; at most 1024) */
 } encore_jit_options;
 
 /* The defaults, with the environment applied (ENCORE_JIT, ENCORE_VERIFY). */
 ENCORE_C_API encore_jit_options encore_jit_options_default(void);
-/* A jit over `fn`, whose every call returns `num_outputs` buffers (opt may be NULL). */
+/* A jit over `fn`, whose every call returns `num_outputs` (at most 1024) buffers (opt may be NULL). */
 ENCORE_C_API encore_status encore_jit_create(encore_step_fn fn, void* userdata, size_t num_outputs,
                                              const encore_jit_options* opt, encore_jit* out);
 /* Releases the jit, its unit and the output handles it handed out. */
 ENCORE_C_API encore_status encore_jit_destroy(encore_jit jit);
 /* One call: call 0 eager, call 1 eager and recorded, 2+ replay with these inputs and variables.
  * outputs (NULL to ignore; else num_outputs as created) receives handles owned by the jit, valid
- * until its next call: on replay the SAME buffers, overwritten in place. Waits for wait_list
+ * until its next call: on replay the SAME buffers, overwritten in place (the same handle while it
+ * is live; a new one where the caller destroyed it). Waits for wait_list
  * first; *done_out (may be NULL) receives the call's completion event. */
 ENCORE_C_API encore_status encore_jit_call(encore_jit jit, const encore_buffer* inputs, size_t num_inputs,
                                            const encore_bound_var* vars, size_t num_vars, encore_buffer* outputs,
@@ -383,7 +410,9 @@ ENCORE_C_API encore_status encore_event_native(encore_event ev, struct _cl_event
  * (in order; a view is a sub-buffer) and returns 0, or nonzero for an error. It runs now, is recorded
  * when a capture is active, and runs again on every replay with the buffers bound then. Each buffer
  * states its access (encore_arg_in/out/inout): encore cannot see what native code does. userdata must
- * outlive every unit that recorded the call. Never pruned as one-time work. */
+ * outlive every unit that recorded the call. Never pruned as one-time work. From inside fn, encore
+ * calls that enqueue, record or run work, or change a unit or jit, are refused with
+ * ENCORE_ERROR_JIT (see Re-entrancy at the top): fn's own work goes on `queue`. */
 typedef int (*encore_native_fn)(void* userdata, struct _cl_command_queue* queue, struct _cl_mem* const* mems, size_t n);
 ENCORE_C_API encore_status encore_enqueue_native(encore_device dev, encore_native_fn fn, void* userdata, const encore_arg* buffers,
                                                  size_t n, const char* name);

@@ -39,6 +39,11 @@ ENCORE_API cl_event native(const Event& event);
 // when a capture is active, and on every replay runs again with the buffers bound then (swapped
 // inputs, planned arena views), allocating nothing. The access of each buffer must be stated:
 // encore cannot see what native code reads and writes. Never pruned as one-time.
+// fn runs inside the step (eagerly, while captured, and inside every replay): it enqueues on the
+// queue it is given. It must not call back into the ExecutionUnit that replays it (run,
+// bind_input, bind_var, free_intermediates: JitError, the replay still uses its binding), and
+// encore work it issues (a launch, a copy) is not part of the step: a capture would record it
+// besides fn, and every replay would issue it again (the C API refuses such calls).
 //   encore::opencl::enqueue_native(dev, [=](cl_command_queue q, std::span<const cl_mem> m) {
 //     CLBlastSgemm(..., m[0], 0, k, m[1], 0, n, 0.f, m[2], 0, n, &q, nullptr);
 //   }, {encore::in(a), encore::in(b), encore::out(c)}, "sgemm");

@@ -43,7 +43,8 @@ class ENCORE_API Variable {
  public:
   // Integer variable with inclusive bounds; its value starts at min.
   Variable(std::string name, int64_t min, int64_t max);
-  // Float variables: per-call float kernel arguments (never launch sizes).
+  // Float variables: per-call float kernel arguments (never launch sizes). f32 bounds are clamped
+  // to the float range, so a value that would reach the kernel as inf is out of bounds.
   static Variable f32(std::string name, double min = -1e300, double max = 1e300);
   static Variable f64(std::string name, double min = -1e300, double max = 1e300);
 
@@ -131,9 +132,10 @@ class ENCORE_API Size {
   int64_t mul() const { return mul_; }
   int64_t add() const { return add_; }
   const Variable* var() const { return var_ ? &*var_ : nullptr; }
-  // Value with the variable's current value on this thread (or the given one).
+  // Value with the variable's current value on this thread (or the given one). ArgumentError when
+  // mul * value + add overflows int64.
   int64_t eval() const;
-  int64_t eval(int64_t var_value) const { return mul_ * var_value + add_; }
+  int64_t eval(int64_t var_value) const;
 
  private:
   int64_t mul_ = 0, add_ = 0;

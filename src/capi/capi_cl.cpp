@@ -79,6 +79,7 @@ encore_status encore_buffer_adopt(encore_device dev, struct _cl_mem* mem, encore
 encore_status encore_enqueue_native(encore_device dev, encore_native_fn fn, void* userdata, const encore_arg* buffers, size_t n,
                                     const char* name) {
   return guard(__func__, [&] {
+    check_not_in_native("enqueue another native call");
     auto d = get<DeviceObj>(dev, "dev");
     if (!fn) fail(ENCORE_ERROR_INVALID_ARGUMENT, "fn is NULL");
     if (n) need(buffers, "buffers");
@@ -93,7 +94,12 @@ encore_status encore_enqueue_native(encore_device dev, encore_native_fn fn, void
     opencl::enqueue_native(
         d->dev,
         [fn, userdata, label](cl_command_queue q, std::span<const cl_mem> m) {
-          if (int rc = fn(userdata, q, m.data(), m.size()); rc != 0)
+          int rc;
+          {
+            NativeScope scope;  // eagerly, while captured and on every replay alike
+            rc = fn(userdata, q, m.data(), m.size());
+          }
+          if (rc != 0)
             throw DeviceError("native function " + label + " returned " + std::to_string(rc));
         },
         std::move(bufs), label);

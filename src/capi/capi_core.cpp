@@ -107,6 +107,15 @@ std::shared_ptr<Object> get_object(uintptr_t h, Kind k, const char* what) {
   return find(t, h, k, what).obj;
 }
 
+std::shared_ptr<Object> find_object(uintptr_t h, Kind k) noexcept {
+  Table& t = table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  uintptr_t index = (h & kIndexMask) - 1, gen = h >> kIndexBits;
+  if ((h & kIndexMask) == 0 || index >= t.slots.size()) return nullptr;
+  const Slot& s = t.slots[index];
+  return s.gen == gen && s.kind == k ? s.obj : nullptr;
+}
+
 std::shared_ptr<Object> remove_object(uintptr_t h, Kind k, const char* what) {
   Table& t = table();
   std::lock_guard<std::mutex> lock(t.mu);
@@ -160,7 +169,22 @@ encore_status current_exception_status(const char* fn) noexcept {
   }
 }
 
-DType to_dtype(encore_dtype t, const char* what) {
+namespace {
+thread_local unsigned native_depth = 0;
+}  // namespace
+
+NativeScope::NativeScope() noexcept { ++native_depth; }
+NativeScope::~NativeScope() { --native_depth; }
+
+void check_not_in_native(const char* what) {
+  if (native_depth)
+    fail(ENCORE_ERROR_JIT, std::string("called from inside a native callback (encore_enqueue_native): a native callback cannot ") + what +
+                               " through encore (that work would not be part of the step: a capture would record it besides the "
+                               "callback, and every replay would issue it again). Enqueue native work on the queue the callback "
+                               "receives, or issue the encore call before or after encore_enqueue_native");
+}
+
+DType to_dtype(int32_t t, const char* what) {
   switch (t) {
     case ENCORE_F16: return DType::f16;
     case ENCORE_F32: return DType::f32;
@@ -176,7 +200,7 @@ DType to_dtype(encore_dtype t, const char* what) {
     default: break;
   }
   fail(ENCORE_ERROR_INVALID_ARGUMENT, std::string(what) + ": expected an encore_dtype (ENCORE_F16 .. ENCORE_U64), found " +
-                                          std::to_string(static_cast<int>(t)));
+                                          std::to_string(t));
 }
 
 encore_dtype from_dtype(DType t) {
@@ -225,7 +249,8 @@ Arg to_arg(const encore_arg& a, size_t i) {
     auto b = get_at<BufferObj>(a.value.buffer, "args", i);
     return Arg(BufferArg{b->buf, acc});
   };
-  switch (a.kind) {
+  const int32_t kind = enum_bits(a.kind);
+  switch (kind) {
     case ENCORE_ARG_BUFFER: return buffer(Access::none);
     case ENCORE_ARG_BUFFER_IN: return buffer(Access::in);
     case ENCORE_ARG_BUFFER_OUT: return buffer(Access::out);
@@ -238,15 +263,16 @@ Arg to_arg(const encore_arg& a, size_t i) {
     case ENCORE_ARG_F64: return Arg(a.value.f64);
     case ENCORE_ARG_VARIABLE: {
       auto v = get_at<VariableObj>(a.value.variable.var, "args", i);
-      if (a.value.variable.as == ENCORE_DTYPE_DEFAULT) return Arg(v->var);
-      if (encore_dtype_size(a.value.variable.as) == 0) to_dtype(a.value.variable.as, (what() + ".value.variable.as").c_str());
-      return Arg(v->var.as(to_dtype(a.value.variable.as, "")));
+      const int32_t as = enum_bits(a.value.variable.as);
+      if (as == ENCORE_DTYPE_DEFAULT) return Arg(v->var);
+      if (as < ENCORE_F16 || as > ENCORE_U64) to_dtype(as, (what() + ".value.variable.as").c_str());
+      return Arg(v->var.as(to_dtype(as, "")));
     }
     case ENCORE_ARG_LOCAL_BYTES: return Arg(LocalMem{a.value.local_bytes});
-    case ENCORE_ARG_KIND_MAX_ENUM: break;
+    default: break;
   }
   fail(ENCORE_ERROR_INVALID_ARGUMENT, what() + ".kind: expected an encore_arg_kind (ENCORE_ARG_BUFFER .. "
-                                             "ENCORE_ARG_LOCAL_BYTES), found " + std::to_string(static_cast<int>(a.kind)));
+                                             "ENCORE_ARG_LOCAL_BYTES), found " + std::to_string(kind));
 }
 
 namespace {
@@ -275,6 +301,9 @@ void launch(encore_device dev, encore_kernel kernel, const Sizes& global, const 
             size_t num_args, const char* name) {
   auto d = get<DeviceObj>(dev, "dev");
   auto k = get<KernelObj>(kernel, "kernel");
+  if (size_t n = k->kernel.params().size(); num_args > n)  // before sizing anything by it
+    fail(ENCORE_ERROR_INVALID_ARGUMENT, "num_args: kernel " + k->kernel.name() + " takes " + std::to_string(n) + " arguments, found " +
+                                            std::to_string(num_args));
   d->dev.launch_args(k->kernel, global, local, to_args(args, num_args), str_or_empty(name));
 }
 
@@ -289,8 +318,8 @@ extern "C" {
 
 const char* encore_last_error(void) { return last_error.c_str(); }
 
-const char* encore_status_name(encore_status s) {
-  switch (s) {
+const char* encore_status_name(encore_status status) {
+  switch (enum_bits(status)) {
     case ENCORE_OK: return "ENCORE_OK";
     case ENCORE_ERROR_INVALID_ARGUMENT: return "ENCORE_ERROR_INVALID_ARGUMENT";
     case ENCORE_ERROR_INVALID_HANDLE: return "ENCORE_ERROR_INVALID_HANDLE";
@@ -301,14 +330,15 @@ const char* encore_status_name(encore_status s) {
     case ENCORE_ERROR_UNSUPPORTED: return "ENCORE_ERROR_UNSUPPORTED";
     case ENCORE_ERROR_WORKLOAD: return "ENCORE_ERROR_WORKLOAD";
     case ENCORE_ERROR_UNKNOWN: return "ENCORE_ERROR_UNKNOWN";
-    case ENCORE_STATUS_MAX_ENUM: break;
+    default: break;
   }
   return "ENCORE_STATUS_UNKNOWN";
 }
 
 const char* encore_version(void) { return ENCORE_CAPI_VERSION; }
 
-size_t encore_dtype_size(encore_dtype t) {
+size_t encore_dtype_size(encore_dtype dtype) {
+  const int32_t t = enum_bits(dtype);
   if (t < ENCORE_F16 || t > ENCORE_U64) return 0;
   return size(to_dtype(t, "dtype"));
 }
@@ -341,6 +371,8 @@ encore_status encore_device_split(encore_device dev, unsigned parts, encore_devi
   return guard(__func__, [&] {
     auto d = get<DeviceObj>(dev, "dev");
     need(out, "out");
+    if (parts > kMaxSplitParts)
+      fail(ENCORE_ERROR_INVALID_ARGUMENT, "parts: at most " + std::to_string(kMaxSplitParts) + " sub-devices, found " + std::to_string(parts));
     std::vector<std::shared_ptr<DeviceObj>> objs;
     for (Device& sub : d->dev.split(parts)) {
       objs.push_back(std::make_shared<DeviceObj>());
@@ -410,6 +442,7 @@ encore_status encore_buffer_get_info(encore_buffer buf, encore_buffer_info* out)
 
 encore_status encore_buffer_copyin(encore_buffer buf, const void* src, size_t nbytes) {
   return guard(__func__, [&] {
+    check_not_in_native("enqueue a copyin");
     auto b = get<BufferObj>(buf, "buf");
     check_nbytes(b->buf, nbytes);
     if (nbytes) need(src, "src");
@@ -419,6 +452,7 @@ encore_status encore_buffer_copyin(encore_buffer buf, const void* src, size_t nb
 
 encore_status encore_buffer_copyout(encore_buffer buf, void* dst, size_t nbytes) {
   return guard(__func__, [&] {
+    check_not_in_native("enqueue a copyout");
     auto b = get<BufferObj>(buf, "buf");
     check_nbytes(b->buf, nbytes);
     if (nbytes) need(dst, "dst");
@@ -547,6 +581,7 @@ encore_status encore_variable_bind_float(encore_variable var, double value, enco
 encore_status encore_launch(encore_device dev, encore_kernel kernel, const size_t* global, const size_t* local,
                             size_t dims, const encore_arg* args, size_t num_args) {
   return guard(__func__, [&] {
+    check_not_in_native("launch a kernel");
     check_dims(dims);
     need(global, "global");
     Sizes g, l;
@@ -564,6 +599,7 @@ encore_status encore_launch_sized(encore_device dev, encore_kernel kernel, const
                                   const encore_size* local, size_t dims, const encore_arg* args, size_t num_args,
                                   const char* name) {
   return guard(__func__, [&] {
+    check_not_in_native("launch a kernel");
     check_dims(dims);
     need(global, "global");
     Sizes g, l;
@@ -579,6 +615,7 @@ encore_status encore_launch_sized(encore_device dev, encore_kernel kernel, const
 
 encore_status encore_copy(encore_device dev, encore_buffer dst, encore_buffer src) {
   return guard(__func__, [&] {
+    check_not_in_native("enqueue a copy");
     auto d = get<DeviceObj>(dev, "dev");
     auto a = get<BufferObj>(dst, "dst");
     auto b = get<BufferObj>(src, "src");

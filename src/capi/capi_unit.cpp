@@ -133,7 +133,10 @@ struct JitObj : Object {
   // The callable TinyJit runs on eager calls: the C step, then its handed-over outputs as Buffers.
   std::vector<Buffer> step() {
     handed.assign(num_outputs, nullptr);
-    encore_status s = fn(userdata, cur_inputs, cur_num_inputs, cur_vars, cur_num_vars, handed.data(), num_outputs);
+    const encore_status returned = fn(userdata, cur_inputs, cur_num_inputs, cur_vars, cur_num_vars, handed.data(), num_outputs);
+    const int32_t code = enum_bits(returned);  // C may return any int: never loaded as the enum
+    const bool known = code > ENCORE_OK && code <= ENCORE_ERROR_UNKNOWN;
+    const encore_status s = code == ENCORE_OK ? ENCORE_OK : known ? static_cast<encore_status>(code) : ENCORE_ERROR_UNKNOWN;
     std::string inner = s != ENCORE_OK ? encore_last_error() : "";
     // take over every handle the step handed out, also on failure, so none leaks
     std::vector<Buffer> outs(num_outputs);
@@ -158,7 +161,8 @@ struct JitObj : Object {
       }
     }
     if (s != ENCORE_OK)
-      fail(s, std::string("the step callback returned ") + encore_status_name(s) +
+      fail(s, std::string("the step callback returned ") +
+                  (known ? std::string(encore_status_name(s)) : std::to_string(code) + " (not an encore_status)") +
                   (inner.empty() ? std::string() : " (last error on this thread: " + inner + ")"));
     if (!problem.empty()) fail(ENCORE_ERROR_INVALID_ARGUMENT, problem);
     for (const Buffer& b : in_bufs) add_device(eager_devices, b.device());
@@ -174,7 +178,10 @@ void publish_outputs(JitObj& j, const std::vector<Buffer>& outs, encore_buffer* 
   j.out_handles.resize(outs.size(), nullptr);
   j.out_bufs.resize(outs.size());
   for (size_t k = 0; k < outs.size(); ++k) {
-    if (!(j.out_handles[k] && j.out_bufs[k] == outs[k])) {
+    // reused only while live: the caller may have destroyed it, or the step handed it back to us
+    // (which took it over) as its output
+    bool live = j.out_handles[k] && j.out_bufs[k] == outs[k] && find_object(raw(j.out_handles[k]), Kind::buffer);
+    if (!live) {
       JitObj::release(j.out_handles[k]);
       j.out_handles[k] = nullptr;
       auto o = std::make_shared<BufferObj>();
@@ -186,6 +193,13 @@ void publish_outputs(JitObj& j, const std::vector<Buffer>& outs, encore_buffer* 
   }
 }
 
+uint32_t checked_in_flight(uint32_t n) {
+  if (n > kMaxInFlight)
+    fail(ENCORE_ERROR_INVALID_ARGUMENT, "opt->max_in_flight: at most " + std::to_string(kMaxInFlight) + " replays in flight (0: unbounded), found " +
+                                            std::to_string(n) + " (an options struct not taken from encore_*_options_default?)");
+  return n;
+}
+
 JitOptions to_jit_options(const encore_jit_options& o) {
   JitOptions j;
   j.enabled = o.enabled != 0;
@@ -195,7 +209,7 @@ JitOptions to_jit_options(const encore_jit_options& o) {
   j.fresh_outputs = o.fresh_outputs != 0;
   if (o.verify < 0) fail(ENCORE_ERROR_INVALID_ARGUMENT, "opt->verify: expected >= 0, found " + std::to_string(o.verify));
   j.verify = o.verify;
-  j.max_in_flight = o.max_in_flight;
+  j.max_in_flight = checked_in_flight(o.max_in_flight);
   return j;
 }
 
@@ -232,12 +246,13 @@ encore_status encore_capture_begin(const encore_unit_options* opt, encore_captur
   return guard(__func__, [&] {
     need(out, "out");
     *out = nullptr;
+    check_not_in_native("begin a capture");
     encore_unit_options o = opt ? *opt : encore_unit_options_default();
     UnitOptions u;
     u.prune = o.prune != 0;
     u.plan = o.plan != 0;
     u.allow_copyout = o.allow_copyout != 0;
-    u.max_in_flight = o.max_in_flight;
+    u.max_in_flight = checked_in_flight(o.max_in_flight);
     auto c = std::make_shared<CaptureObj>();
     c->cap = std::make_unique<Capture>(u);
     put(std::move(c), out);
@@ -263,6 +278,7 @@ encore_status encore_capture_add_output(encore_capture cap, encore_buffer buf) {
 encore_status encore_capture_end(encore_capture cap, encore_unit* out) {
   return guard(__func__, [&] {
     if (out) *out = nullptr;
+    check_not_in_native("end a capture");
     auto c = std::static_pointer_cast<CaptureObj>(remove_object(raw(cap), Kind::capture, "cap"));
     need(out, "out");  // cap is consumed either way (its capture abandoned)
     ExecutionUnit u = c->cap->end();
@@ -270,7 +286,11 @@ encore_status encore_capture_end(encore_capture cap, encore_unit* out) {
   });
 }
 
-encore_status encore_capture_destroy(encore_capture cap) { return destroy<CaptureObj>(__func__, cap); }
+encore_status encore_capture_destroy(encore_capture cap) {
+  // the capture in progress records the launch that runs the callback, after the callback
+  encore_status s = guard(__func__, [&] { check_not_in_native("destroy a capture"); });
+  return s != ENCORE_OK ? s : destroy<CaptureObj>(__func__, cap);
+}
 
 // ---- units
 
@@ -297,6 +317,7 @@ encore_status encore_unit_variable_slot(encore_unit unit, encore_variable var, s
 
 encore_status encore_unit_bind_input(encore_unit unit, size_t slot, encore_buffer buf) {
   return guard(__func__, [&] {
+    check_not_in_native("bind a unit's inputs");
     auto u = get<UnitObj>(unit, "unit");
     check_slot(slot, u->unit.num_inputs(), "input");
     u->unit.bind_input(slot, get<BufferObj>(buf, "buf")->buf);
@@ -305,6 +326,7 @@ encore_status encore_unit_bind_input(encore_unit unit, size_t slot, encore_buffe
 
 encore_status encore_unit_bind_var_int(encore_unit unit, size_t slot, int64_t value) {
   return guard(__func__, [&] {
+    check_not_in_native("bind a unit's variables");
     auto u = get<UnitObj>(unit, "unit");
     check_slot(slot, u->unit.num_variables(), "variable");
     u->unit.bind_var(slot, value);
@@ -313,6 +335,7 @@ encore_status encore_unit_bind_var_int(encore_unit unit, size_t slot, int64_t va
 
 encore_status encore_unit_bind_var_float(encore_unit unit, size_t slot, double value) {
   return guard(__func__, [&] {
+    check_not_in_native("bind a unit's variables");
     auto u = get<UnitObj>(unit, "unit");
     check_slot(slot, u->unit.num_variables(), "variable");
     u->unit.bind_var_f(slot, value);
@@ -322,6 +345,7 @@ encore_status encore_unit_bind_var_float(encore_unit unit, size_t slot, double v
 encore_status encore_unit_run(encore_unit unit, const encore_event* wait_list, size_t num_wait, encore_event* done_out) {
   return guard(__func__, [&] {
     if (done_out) *done_out = nullptr;
+    check_not_in_native("run a unit");
     auto u = get<UnitObj>(unit, "unit");
     const std::vector<Event>& waits = wait_events(wait_list, num_wait);
     if (!done_out) {
@@ -339,13 +363,17 @@ encore_status encore_unit_run(encore_unit unit, const encore_event* wait_list, s
 
 encore_status encore_unit_run_and_wait(encore_unit unit, double* seconds) {
   return guard(__func__, [&] {
+    check_not_in_native("run a unit");
     double s = get<UnitObj>(unit, "unit")->unit.run_and_wait();
     if (seconds) *seconds = s;
   });
 }
 
 encore_status encore_unit_free_intermediates(encore_unit unit) {
-  return guard(__func__, [&] { get<UnitObj>(unit, "unit")->unit.free_intermediates(); });
+  return guard(__func__, [&] {
+    check_not_in_native("free a unit's intermediates");
+    get<UnitObj>(unit, "unit")->unit.free_intermediates();
+  });
 }
 
 encore_status encore_unit_get_stats(encore_unit unit, encore_unit_stats* out) {
@@ -389,7 +417,8 @@ encore_status encore_unit_save(encore_unit unit, const char* path, const char* n
 
 encore_status encore_event_wait(encore_event ev) {
   return guard(__func__, [&] {
-    for (const Event& p : get<EventObj>(ev, "ev")->parts) p.wait();
+    auto e = get<EventObj>(ev, "ev");  // held: another thread may destroy the handle meanwhile
+    for (const Event& p : e->parts) p.wait();
   });
 }
 
@@ -422,6 +451,8 @@ encore_status encore_jit_create(encore_step_fn fn, void* userdata, size_t num_ou
     need(out, "out");
     *out = nullptr;
     if (!fn) fail(ENCORE_ERROR_INVALID_ARGUMENT, "fn is NULL");
+    if (num_outputs > kMaxOutputs)
+      fail(ENCORE_ERROR_INVALID_ARGUMENT, "num_outputs: at most " + std::to_string(kMaxOutputs) + ", found " + std::to_string(num_outputs));
     JitOptions jo = to_jit_options(opt ? *opt : encore_jit_options_default());
     auto j = std::make_shared<JitObj>();
     j->fn = fn;
@@ -445,6 +476,7 @@ encore_status encore_jit_call(encore_jit jit, const encore_buffer* inputs, size_
                               const encore_event* wait_list, size_t num_wait, encore_event* done_out) {
   return guard(__func__, [&] {
     if (done_out) *done_out = nullptr;
+    check_not_in_native("call a jit");
     auto j = get<JitObj>(jit, "jit");
     check_not_running(*j, "called");
     if (num_inputs) need(inputs, "inputs (with num_inputs > 0)");
@@ -496,6 +528,7 @@ encore_status encore_jit_calls(encore_jit jit, uint64_t* calls) {
 
 encore_status encore_jit_reset(encore_jit jit) {
   return guard(__func__, [&] {
+    check_not_in_native("reset a jit");
     auto j = get<JitObj>(jit, "jit");
     auto lock = lock_idle(*j, "reset");
     j->jit->reset();

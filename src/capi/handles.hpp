@@ -3,8 +3,10 @@
 // every call, so a NULL, destroyed, garbage or wrong-type handle is an error, never a crash), the
 // objects behind handles, and guard(), which turns every C++ exception into a status + message.
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -46,6 +48,8 @@ Arg to_arg(const encore_arg& a, size_t i);
 uintptr_t add_object(Kind k, std::shared_ptr<Object> obj);
 // The live object behind a handle of kind k; INVALID_HANDLE otherwise. `what` names the parameter.
 std::shared_ptr<Object> get_object(uintptr_t h, Kind k, const char* what);
+// The live object behind h when it is one of kind k, else null (never throws: for liveness checks).
+std::shared_ptr<Object> find_object(uintptr_t h, Kind k) noexcept;
 // Unregisters and returns it (the caller lets it go outside the table's lock).
 std::shared_ptr<Object> remove_object(uintptr_t h, Kind k, const char* what);
 
@@ -111,8 +115,36 @@ template <class T, class H> encore_status destroy(const char* fn, H h) {
   return guard(fn, [&] { keep.reset(); });  // a destructor that throws still gives a status
 }
 
+// An enum field or parameter from C as its integer: C may store any int there, and loading a value
+// outside the enumerators through the enum type is undefined behaviour in C++ (UBSan: -fsanitize=enum).
+template <class E> int32_t enum_bits(const E& e) noexcept {
+  static_assert(std::is_enum_v<E> && sizeof(E) == sizeof(int32_t));
+  int32_t v;
+  std::memcpy(&v, &e, sizeof v);
+  return v;
+}
+
+// Bounds on counts a C caller passes, so a garbage value is a named error instead of a huge
+// allocation (the header states them).
+constexpr size_t kMaxOutputs = 1024;      // encore_jit_create's num_outputs
+constexpr unsigned kMaxSplitParts = 1024;  // encore_device_split's parts
+constexpr uint32_t kMaxInFlight = 1024;   // max_in_flight of unit and jit options
+
+// Native callbacks (encore_enqueue_native) running on this thread. Calls that enqueue, record or
+// run work, or change a unit or jit, refuse to run inside one: that work would not be part of the
+// step (a capture would record it besides the callback, and every replay would issue it again).
+struct NativeScope {
+  NativeScope() noexcept;
+  ~NativeScope();
+  NativeScope(const NativeScope&) = delete;
+  NativeScope& operator=(const NativeScope&) = delete;
+};
+// ENCORE_ERROR_JIT when called from inside a native callback; `what` names the call's effect.
+void check_not_in_native(const char* what);
+
 // Converters shared by the C API files.
-DType to_dtype(encore_dtype t, const char* what);
+DType to_dtype(int32_t t, const char* what);
+inline DType to_dtype(const encore_dtype& t, const char* what) { return to_dtype(enum_bits(t), what); }
 encore_dtype from_dtype(DType t);
 void fill_stats(const UnitStats& s, encore_unit_stats* out);
 

@@ -38,16 +38,25 @@ void point_entry(UnitImpl& u, uint32_t e, const Buffer& b) {
   }
 }
 
-static int64_t eval(const SizeRef& s, const std::vector<VarValue>& vars) {
-  return s.var < 0 ? s.add : s.mul * vars[static_cast<size_t>(s.var)].i + s.add;
+// Overflow-checked, so a wrap to a small positive size cannot pass unnoticed. Sizes are resolved
+// here at bind and at every set_var, never in the replay loop: that loop needs no check.
+static int64_t eval(const Plan& p, const SizeRef& s, const std::vector<VarValue>& vars) {
+  if (s.var < 0) return s.add;
+  const int64_t v = vars[static_cast<size_t>(s.var)].i;
+  int64_t r;
+  if (__builtin_mul_overflow(s.mul, v, &r) || __builtin_add_overflow(r, s.add, &r))
+    throw ArgumentError("replay launch: size " + std::to_string(s.mul) + " * " + p.vars[static_cast<size_t>(s.var)].name() + " + " +
+                        std::to_string(s.add) + " overflows int64 for " + p.vars[static_cast<size_t>(s.var)].name() + " = " +
+                        std::to_string(v) + " (choose a smaller value or tighter variable bounds)");
+  return r;
 }
 
 void resolve_sizes(const Plan& p, const BoundItem& b, const std::vector<VarValue>& vars, LaunchDims& out) {
   const PlanStep& st = p.steps[b.item];
   int64_t g[3], l[3];
   for (uint32_t d = 0; d < st.dims; ++d) {
-    g[d] = eval(st.g[d], vars);
-    if (st.has_local) l[d] = eval(st.l[d], vars);
+    g[d] = eval(p, st.g[d], vars);
+    if (st.has_local) l[d] = eval(p, st.l[d], vars);
   }
   resolve_launch(st.dims, g, st.has_local ? l : nullptr, max_group_size(*b.dev, *b.kernel), out, "replay launch");
 }

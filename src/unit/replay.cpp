@@ -185,8 +185,33 @@ void UnitImpl::wait_in_flight() noexcept {
       }
 }
 
+// The units replaying on this thread, innermost first: frames on the stack, so marking one costs
+// a thread-local store and allocates nothing.
+namespace {
+struct ReplayFrame {
+  const UnitImpl* unit;
+  const ReplayFrame* outer;
+};
+thread_local const ReplayFrame* tl_replaying = nullptr;
+struct ReplayMark {
+  ReplayFrame frame;
+  explicit ReplayMark(const UnitImpl& u) noexcept : frame{&u, tl_replaying} { tl_replaying = &frame; }
+  ~ReplayMark() { tl_replaying = frame.outer; }
+};
+}  // namespace
+
+void check_not_replaying(const UnitImpl& u, const char* op) {
+  for (const ReplayFrame* f = tl_replaying; f; f = f->outer)
+    if (f->unit == &u)
+      throw JitError(std::string("ExecutionUnit::") + op +
+                     " called from inside the same unit's replay (a native call of the unit calling back into it): a replay uses the "
+                     "unit's binding, arena and values until it returns. Call it after the run returns");
+}
+
 void run_unit(UnitImpl& u) {
   static const bool debug = debug_level() >= 2;
+  check_not_replaying(u, "run");
+  ReplayMark mark(u);
   if (!u.bound) bind_unit(u);
   if (!u.changed_slots.empty()) check_inputs(u);
   Binding& b = *u.bound;

@@ -206,6 +206,9 @@ void set_var(UnitImpl& u, uint32_t slot, VarValue v);
 // replay.cpp
 void check_inputs(UnitImpl& u);
 void run_unit(UnitImpl& u);
+// JitError when u is replaying on this thread (a native call inside it calls back into it): a
+// replay reads its binding, arena and variables throughout, so `op` cannot change them meanwhile.
+void check_not_replaying(const UnitImpl& u, const char* op);
 
 // Verify mode's query: storages the unit touches that outlive a call and are not inputs.
 std::vector<Buffer> unit_state_storages(const ExecutionUnit& unit);
