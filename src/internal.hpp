@@ -319,6 +319,10 @@ std::shared_ptr<DeviceImpl> open_null();
 
 // The kernel parameter list of every __kernel in an OpenCL C source (NULL device, tests).
 std::vector<KernelSignature> parse_kernel_signatures(const std::string& source);
+// Sets the pointee of every pointer parameter in `sigs` from its type name (KernelParam::pointee),
+// resolving the aliases that `texts` (the source and the headers it includes: typedefs, object-like
+// #defines) and `options` (-D) declare. Returns a note for each pointee it could not resolve.
+std::vector<std::string> resolve_pointees(std::vector<KernelSignature>& sigs, std::span<const std::string> texts, const std::string& options);
 
 }  // namespace encore::detail
 

@@ -71,6 +71,10 @@ Program Device::compile(const std::string& source, const std::string& options) c
     p->kernels = std::move(r.kernels);
     p->save();
   }
+  // one place for both backends and for binaries from the disk cache: every launch checks buffers
+  // against these (src/eager.cpp)
+  for (const std::string& note : detail::resolve_pointees(p->kernels, std::span<const std::string>(&source, 1), options))
+    detail::log(LogLevel::info, note);
   std::erase_if(d.programs, [](const auto& kv) { return kv.second.expired(); });
   d.programs[std::move(key)] = p;
   return Program(p);

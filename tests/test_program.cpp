@@ -480,6 +480,37 @@ TEST(SignatureParser, MatchesOpenCL) {
   }
 }
 
+// Both devices read the same pointee types (the check at launch is one for both).
+TEST(SignatureParser, PointeesMatchOpenCL) {
+  const std::string src = R"CL(
+typedef float real;
+typedef struct { int a; } S;
+struct T { float b; };
+__kernel void pt(__global real* a, __global const float4* b, __global S* c, __global struct T* d, __global unsigned char* e,
+                 __global void* f, __constant uint* g, __global double3* h, __local float* l, __global half* i) {}
+)CL";
+  std::vector<Device> devs{Device::open("NULL")};
+  for (const auto& id : encore_test::cl_device_ids()) devs.push_back(Device::open(id));
+  const std::optional<DType> want[] = {DType::f32, DType::f32, std::nullopt, std::nullopt, std::nullopt,
+                                       std::nullopt, DType::u32, DType::f64, std::nullopt, DType::f16};
+  const uint8_t lanes[] = {1, 4, 1, 1, 1, 1, 1, 4, 1, 1};
+  std::vector<std::string> names;
+  for (const Device& dev : devs) {
+    SCOPED_TRACE(dev.id());
+    Program prog = dev.compile(src);
+    const auto& p = prog.kernel("pt").params();
+    ASSERT_EQ(p.size(), 10u);
+    std::vector<std::string> n;
+    for (size_t i = 0; i < p.size(); ++i) {
+      EXPECT_EQ(p[i].pointee, want[i]) << p[i].type_name;
+      EXPECT_EQ(p[i].pointee_lanes, lanes[i]) << p[i].type_name;
+      n.push_back(p[i].type_name);
+    }
+    if (names.empty()) names = n;
+    else EXPECT_EQ(n, names) << "type names as OpenCL spells them";
+  }
+}
+
 // Several writers store the same entry path at once; every load sees one complete entry.
 TEST(DiskCache, ConcurrentWritersLeaveOneCompleteEntry) {
   encore_test::ScopedCacheDir dir;
