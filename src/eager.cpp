@@ -68,7 +68,11 @@ static bool run_kernel_eager(KernelImpl& k, const std::vector<Arg>& args, const 
   int64_t g[3], l[3];
   for (uint8_t d = 0; d < global.n; ++d) g[d] = global.v[d].eval();
   for (uint8_t d = 0; d < local.n; ++d) l[d] = local.v[d].eval();
-  resolve_launch(global.n, g, local.empty() ? nullptr : l, max_group_size(dev, *k.eager), ld, "launch");
+  try {
+    resolve_launch(global.n, g, local.empty() ? nullptr : l, dev, *k.eager, ld, "launch");
+  } catch (const ArgumentError& e) {  // the kernel's name only on failure: no string built per launch
+    throw ArgumentError("kernel " + k.sig->name + ": " + e.what());
+  }
   if (ld.empty) return false;
   const uint32_t dims = ld.dims;
   const size_t* lws = ld.lws;
@@ -205,6 +209,7 @@ void Device::launch_args(const Kernel& k, const Sizes& global, const Sizes& loca
                             (a.kind == Arg::Kind::variable ? " (pass var.as(DType::...))" : " (cast the value to the parameter's type)"));
     }
   }
+  check_local_memory(*ki.program->dev, *ki.eager, args, k.name());
   if (!current_recorder() && debug_level() < 2 && !trace_active()) {
     // the common eager case: run straight from the arguments, no ExecItem to build and destroy
     LaunchDims ld;

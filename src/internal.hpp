@@ -53,6 +53,9 @@ struct BackendKernel {
   // CL_KERNEL_WORK_GROUP_SIZE, read once when the kernel object is made; it may be below the
   // device's max_work_group_size for a kernel heavy in registers or local memory).
   virtual size_t max_work_group_size() const = 0;
+  // The __local memory the kernel declares itself (OpenCL: CL_KERNEL_LOCAL_MEM_SIZE, read with the
+  // kernel object, before any __local argument is set); __local arguments come on top.
+  virtual uint64_t local_mem_bytes() const { return 0; }
 };
 
 struct BackendProgram {

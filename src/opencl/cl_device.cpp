@@ -73,6 +73,13 @@ DeviceInfo read_info(const Found& f, int index) {
   i.max_alloc_bytes = device_val<cl_ulong>(f.device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
   i.base_align_bytes = std::max<size_t>(1, device_val<cl_uint>(f.device, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8);
   i.max_work_group_size = device_val<size_t>(f.device, CL_DEVICE_MAX_WORK_GROUP_SIZE);
+  const cl_uint dims = device_val<cl_uint>(f.device, CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS);
+  std::vector<size_t> items(std::max<cl_uint>(dims, 3), 0);
+  if (dims >= 1 && clGetDeviceInfo(f.device, CL_DEVICE_MAX_WORK_ITEM_SIZES, dims * sizeof(size_t), items.data(), nullptr) == CL_SUCCESS)
+    for (int d = 0; d < 3; ++d) i.max_work_item_sizes[d] = items[d] ? items[d] : 1;
+  else  // unreadable: the work-group limit bounds every dimension
+    for (size_t& m : i.max_work_item_sizes) m = i.max_work_group_size;
+  i.local_mem_bytes = device_val<cl_ulong>(f.device, CL_DEVICE_LOCAL_MEM_SIZE);
   size_t n = 0;
   if (clGetDeviceInfo(f.device, CL_DEVICE_EXTENSIONS_WITH_VERSION, 0, nullptr, &n) == CL_SUCCESS && n > 0) {
     std::vector<cl_name_version> v(n / sizeof(cl_name_version));
@@ -123,8 +130,10 @@ std::shared_ptr<PlatformContext> context_for(cl_platform_id p) {
 
 class ClKernel final : public BackendKernel {
  public:
-  ClKernel(cl::KernelH k, std::string name, size_t max_wg) : k_(std::move(k)), name_(std::move(name)), max_wg_(max_wg) {}
+  ClKernel(cl::KernelH k, std::string name, size_t max_wg, uint64_t local_bytes)
+      : k_(std::move(k)), name_(std::move(name)), max_wg_(max_wg), local_bytes_(local_bytes) {}
   size_t max_work_group_size() const override { return max_wg_; }
+  uint64_t local_mem_bytes() const override { return local_bytes_; }
   void set_arg(uint32_t i, size_t size, const void* value) override {
     // the message is built only on failure: these calls are on the allocation-free replay path
     if (cl_int st = clSetKernelArg(k_.get(), i, size, value); st != CL_SUCCESS)
@@ -146,6 +155,7 @@ class ClKernel final : public BackendKernel {
   cl::KernelH k_;
   std::string name_;
   size_t max_wg_;
+  uint64_t local_bytes_;
 };
 
 class ClProgram final : public BackendProgram {
@@ -158,7 +168,9 @@ class ClProgram final : public BackendProgram {
     size_t max_wg = 0;
     cl::check(clGetKernelWorkGroupInfo(k.get(), dev_, CL_KERNEL_WORK_GROUP_SIZE, sizeof max_wg, &max_wg, nullptr),
               "clGetKernelWorkGroupInfo(CL_KERNEL_WORK_GROUP_SIZE)", name);
-    return std::make_unique<ClKernel>(std::move(k), name, std::max<size_t>(max_wg, 1));
+    cl_ulong local_bytes = 0;  // a driver that cannot say: 0, only the arguments are counted
+    clGetKernelWorkGroupInfo(k.get(), dev_, CL_KERNEL_LOCAL_MEM_SIZE, sizeof local_bytes, &local_bytes, nullptr);
+    return std::make_unique<ClKernel>(std::move(k), name, std::max<size_t>(max_wg, 1), local_bytes);
   }
   std::vector<unsigned char> binary() override {
     cl_uint nd = 0;

@@ -8,12 +8,14 @@
 
 static const char* kSource =
     "__kernel void widen(__global const double* a, __global long* o) { size_t i = get_global_id(0); o[i] = (long)a[i]; }\n"
-    "__kernel void fset(__global float* x) { x[get_global_id(0)] = 1.5f; }\n";
+    "__kernel void fset(__global float* x) { x[get_global_id(0)] = 1.5f; }\n"
+    "__kernel void scratch(__global float* o, __local float* s) { s[get_local_id(0)] = 2.0f; barrier(CLK_LOCAL_MEM_FENCE);"
+    " o[get_global_id(0)] = s[get_local_id(0)]; }\n";
 
 static int run_on(const char* name) {
   encore_device dev = NULL;
   encore_program prog = NULL;
-  encore_kernel widen = NULL, fset = NULL;
+  encore_kernel widen = NULL, fset = NULL, scratch = NULL;
   encore_buffer f4 = NULL, i4 = NULL, d4 = NULL, l4 = NULL, as_d = NULL;
   encore_capture cap = NULL;
   encore_unit unit = NULL;
@@ -25,6 +27,7 @@ static int run_on(const char* name) {
   REQUIRE_OK(encore_program_compile(dev, kSource, NULL, &prog));
   REQUIRE_OK(encore_kernel_create(prog, "widen", &widen));
   REQUIRE_OK(encore_kernel_create(prog, "fset", &fset));
+  REQUIRE_OK(encore_kernel_create(prog, "scratch", &scratch));
   REQUIRE_OK(encore_buffer_alloc(dev, ENCORE_F32, 4, &f4));
   REQUIRE_OK(encore_buffer_alloc(dev, ENCORE_I32, 4, &i4));
   REQUIRE_OK(encore_buffer_alloc(dev, ENCORE_F64, 4, &d4));
@@ -54,6 +57,32 @@ static int run_on(const char* name) {
     EXPECT_ERR(encore_capture_end(cap, &unit), ENCORE_ERROR_JIT, NULL);
     cap = NULL;
   }
+  /* __local memory over the device's: refused before the enqueue (PoCL aborted the process) */
+  {
+    size_t g64 = 64, l64 = 64, huge_local = 100000;
+    encore_arg huge[2] = {encore_arg_buffer(f4), encore_arg_local((size_t)1 << 40)};
+    encore_arg max[2] = {encore_arg_buffer(f4), encore_arg_local(SIZE_MAX)};
+    encore_arg fine[2] = {encore_arg_buffer(NULL), encore_arg_local(64 * sizeof(float))};
+    encore_buffer o64 = NULL;
+    REQUIRE_OK(encore_buffer_alloc(dev, ENCORE_F32, 64, &o64));
+    huge[0] = encore_arg_buffer(o64);
+    max[0] = encore_arg_buffer(o64);
+    fine[0] = encore_arg_buffer(o64);
+    EXPECT_ERR(encore_launch(dev, scratch, &g64, &l64, 1, huge, 2), ENCORE_ERROR_INVALID_ARGUMENT, "CL_DEVICE_LOCAL_MEM_SIZE");
+    EXPECT_ERR(encore_launch(dev, scratch, &g64, &l64, 1, max, 2), ENCORE_ERROR_INVALID_ARGUMENT, "__local memory");
+    REQUIRE_OK(encore_capture_begin(NULL, &cap));
+    EXPECT_ERR(encore_launch(dev, scratch, &g64, &l64, 1, huge, 2), ENCORE_ERROR_INVALID_ARGUMENT, "CL_DEVICE_LOCAL_MEM_SIZE");
+    EXPECT_OK(encore_capture_destroy(cap));
+    cap = NULL;
+    /* a local size over the device's per-dimension limit */
+    huge_local = 1 << 20;
+    EXPECT_ERR(encore_launch(dev, scratch, &huge_local, &huge_local, 1, fine, 2), ENCORE_ERROR_INVALID_ARGUMENT,
+               "CL_DEVICE_MAX_WORK_ITEM_SIZES");
+    EXPECT_OK(encore_launch(dev, scratch, &g64, &l64, 1, fine, 2));
+    EXPECT_OK(encore_device_synchronize(dev));
+    EXPECT_OK(encore_buffer_destroy(o64));
+  }
+  EXPECT_OK(encore_kernel_destroy(scratch));
   EXPECT_OK(encore_buffer_destroy(as_d));
   EXPECT_OK(encore_buffer_destroy(f4));
   EXPECT_OK(encore_buffer_destroy(i4));
