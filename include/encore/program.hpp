@@ -5,7 +5,11 @@
 //   dev.launch(k, {1024}, {}, x);
 // Programs are cached in memory per (device, source, options) while any handle to them (a Program,
 // a Kernel, a captured unit) lives, and on disk (ENCORE_CACHE, default ~/.cache/encore, "0"
-// disables). A build failure throws CompileError with the build log.
+// disables). The disk cache's key also holds the bytes of every file the source #includes, found
+// as the compiler finds them (working directory, -I directories, transitively): an edited header is
+// a new program in the next process. A program with an include encore cannot follow (not found, or
+// computed by a macro) skips the disk cache; ENCORE_DEBUG=1 says why. A build failure throws
+// CompileError with the build log.
 // Threads: compile and kernel() from any thread; one Kernel may be launched from several threads at
 // once (its arguments are set under a lock per kernel).
 #include <cstddef>
