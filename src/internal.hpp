@@ -312,6 +312,8 @@ struct TraceSpan {
 };
 // Records an item enqueued on `dev` with its completion event (may be null: host times only).
 void trace_item(DeviceImpl& dev, NativeEvent* ev, const ExecItem& item, const char* phase, uint32_t dims, const size_t* gws);
+// A device time on the host's clock, given one reference instant read on both (src/profile.cpp).
+double device_to_host_us(uint64_t device_ns, uint64_t ref_device_ns, double ref_host_us);
 // Sends a message to the log sink (encore/log.hpp); by default printed only at ENCORE_DEBUG >= 1.
 void log(LogLevel level, std::string_view message);
 bool env_flag(const char* name, bool dflt);
