@@ -9,6 +9,7 @@
 #include "cl_handle.hpp"
 #include "encore/opencl.hpp"
 #include "internal.hpp"
+#include "testing.hpp"
 
 namespace encore::detail {
 
@@ -108,22 +109,80 @@ struct PlatformContext {
   std::vector<cl::DeviceH> owned;
   cl::Context ctx;
   std::vector<cl_device_id> devices;
+  // devices of the platform left out because no context would take them, with the reason
+  std::vector<std::pair<cl_device_id, std::string>> failed;
 };
 
-std::shared_ptr<PlatformContext> context_for(cl_platform_id p) {
-  static std::mutex mu;
-  static auto* ctxs = new std::map<cl_platform_id, std::weak_ptr<PlatformContext>>;
-  std::lock_guard<std::mutex> lock(mu);
-  if (auto c = (*ctxs)[p].lock()) return c;
+// A context over `devices`, or null with `*error` set.
+cl_context create_context(cl_platform_id p, const std::vector<cl_device_id>& devices, std::string* error) {
+  ENCORE_TESTING_DO(for (cl_device_id d : devices) if (d == testing::fail_context_device.load()) {
+    *error = "clCreateContext failed with CL_DEVICE_NOT_AVAILABLE (made to fail by the test)";
+    return nullptr;
+  })
+  cl_context_properties props[] = {CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(p), 0};
+  cl_int err = CL_SUCCESS;
+  cl_context c = clCreateContext(props, static_cast<cl_uint>(devices.size()), devices.data(), nullptr, nullptr, &err);
+  if (err != CL_SUCCESS || !c) {
+    if (c) clReleaseContext(c);
+    *error = "clCreateContext failed with " + std::string(cl_status_name(err));
+    return nullptr;
+  }
+  return c;
+}
+
+// The platform's shared context. When one context over all its devices cannot be made, each device
+// is tried alone: those that work share the context, the others are left out and reported (at
+// ENCORE_DEBUG=1 now, and by the error of opening one), so one broken device costs only itself.
+std::shared_ptr<PlatformContext> make_platform_context(cl_platform_id p) {
   auto c = std::make_shared<PlatformContext>();
   cl_uint nd = 0;
   cl::check(clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &nd), "clGetDeviceIDs");
   c->devices.resize(nd);
   cl::check(clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, nd, c->devices.data(), nullptr), "clGetDeviceIDs");
-  cl_context_properties props[] = {CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(p), 0};
-  cl_int err = CL_SUCCESS;
-  c->ctx = cl::Context(clCreateContext(props, nd, c->devices.data(), nullptr, nullptr, &err));
-  cl::check(err, "clCreateContext", platform_str(p, CL_PLATFORM_NAME));
+  std::string error;
+  if (cl_context all = create_context(p, c->devices, &error)) {
+    c->ctx = cl::Context(all);
+    return c;
+  }
+  std::vector<cl_device_id> usable;
+  for (cl_device_id d : c->devices) {
+    std::string why;
+    if (cl_context alone = create_context(p, {d}, &why)) {
+      clReleaseContext(alone);
+      usable.push_back(d);
+    } else {
+      c->failed.emplace_back(d, why);
+    }
+  }
+  if (c->failed.empty()) {  // each alone, never together: report the whole platform's failure
+    for (cl_device_id d : c->devices) c->failed.emplace_back(d, error + " over the platform's " + std::to_string(nd) + " devices");
+    usable.clear();
+  }
+  c->devices = usable;
+  if (!usable.empty()) {
+    std::string why;
+    if (cl_context some = create_context(p, usable, &why)) {
+      c->ctx = cl::Context(some);
+    } else {
+      for (cl_device_id d : usable) c->failed.emplace_back(d, why);
+      c->devices.clear();
+    }
+  }
+  for (const auto& [d, why] : c->failed)
+    log(LogLevel::info, "platform " + platform_str(p, CL_PLATFORM_NAME) + ": device " + device_str(d, CL_DEVICE_NAME) +
+                            " left out of the shared context (" + why + "); the platform's other devices can be opened");
+  return c;
+}
+
+std::shared_ptr<PlatformContext> context_for(cl_platform_id p) {
+  static std::mutex mu;
+  static auto* ctxs = new std::map<cl_platform_id, std::weak_ptr<PlatformContext>>;
+  std::lock_guard<std::mutex> lock(mu);
+  bool fresh = false;  // a test making a device fail needs a context made now, kept out of the cache
+  ENCORE_TESTING_DO(fresh = testing::fail_context_device.load() != nullptr;)
+  if (fresh) return make_platform_context(p);
+  if (auto c = (*ctxs)[p].lock()) return c;
+  auto c = make_platform_context(p);
   (*ctxs)[p] = c;
   return c;
 }
@@ -215,6 +274,10 @@ class ClDevice final : public DeviceImpl {
   ClDevice(const Found& f, int index) : dev_(f.device) {
     info = read_info(f, index);
     ctx_ = context_for(f.platform);
+    for (const auto& [d, why] : ctx_->failed)
+      if (d == dev_)
+        throw DeviceError(info.id + " (" + info.name + ") could not be initialised: " + why + "; the other devices of platform " +
+                          info.platform + " can still be opened");
     open_queue();
   }
   // One part of a Device::split, in the split's context.
