@@ -190,6 +190,15 @@ size_t Buffer::element_bytes(size_t offset, size_t elem) const {
   return b;
 }
 
+Buffer Buffer::as(DType t) const {
+  BufferImpl& b = need(impl_);
+  if (t == b.dtype) return *this;
+  if (b.nbytes % size(t) != 0)
+    throw ArgumentError("Buffer::as: " + describe() + " holds " + std::to_string(b.nbytes) + " bytes, not a whole number of " +
+                        std::string(encore::name(t)) + " elements (" + std::to_string(size(t)) + " bytes each)");
+  return view_as(t, 0, b.nbytes / size(t));
+}
+
 void Buffer::check_type(DType t, size_t elem, bool known) const {
   BufferImpl& b = need(impl_);
   if (!known || size(t) != elem || !(t == b.dtype || (b.dtype == DType::f16 && t == DType::u16)))

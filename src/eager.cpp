@@ -68,7 +68,11 @@ static bool run_kernel_eager(KernelImpl& k, const std::vector<Arg>& args, const 
   int64_t g[3], l[3];
   for (uint8_t d = 0; d < global.n; ++d) g[d] = global.v[d].eval();
   for (uint8_t d = 0; d < local.n; ++d) l[d] = local.v[d].eval();
-  resolve_launch(global.n, g, local.empty() ? nullptr : l, max_group_size(dev, *k.eager), ld, "launch");
+  try {
+    resolve_launch(global.n, g, local.empty() ? nullptr : l, dev, *k.eager, ld, "launch");
+  } catch (const ArgumentError& e) {  // the kernel's name only on failure: no string built per launch
+    throw ArgumentError("kernel " + k.sig->name + ": " + e.what());
+  }
   if (ld.empty) return false;
   const uint32_t dims = ld.dims;
   const size_t* lws = ld.lws;
@@ -147,6 +151,18 @@ void run_item_eager(const ExecItem& item) {
 
 }  // namespace detail
 
+// Why `b` cannot be passed to pointer parameter `p` (p.accepts said no), and what to do.
+static std::string pointee_mismatch(const KernelParam& p, const Buffer& b) {
+  const std::string want(encore::name(*p.pointee));
+  if (b.dtype() == *p.pointee)
+    return "expected a whole number of " + p.type_name.substr(0, p.type_name.size() - 1) + " (" + std::to_string(p.pointee_lanes) +
+           " " + want + " elements each), got " + b.describe() + "; the kernel would read or write past its end. Pass a buffer of a multiple of " +
+           std::to_string(p.pointee_lanes) + " elements";
+  return "expected a buffer of " + want + " (the parameter's element type), got " + b.describe() +
+         "; the kernel would misread its bytes or go past its end. Pass a " + want + " buffer, or reinterpret these bytes on purpose with "
+         "buf.as(DType::" + want + ")";
+}
+
 static void record(ExecItem&& item) {
   if (Recorder* r = current_recorder()) r->items.push_back(std::move(item));
 }
@@ -180,6 +196,7 @@ void Device::launch_args(const Kernel& k, const Sizes& global, const Sizes& loca
       if (!a.buf) throw ArgumentError(where(i) + ": null buffer");
       if (a.buf.impl()->dev != shared_impl())
         throw ArgumentError(where(i) + ": buffer " + a.buf.describe() + " is not on " + id());
+      if (!p.accepts(a.buf.dtype(), a.buf.count())) throw ArgumentError(where(i) + ": " + pointee_mismatch(p, a.buf));
       if (a.access == Access::none) a.access = p.default_access();
       if (p.default_access() == Access::in && a.access != Access::in)
         throw ArgumentError(where(i) + ": a const/__constant parameter cannot be written (access " + encore::name(a.access) + ")");
@@ -192,6 +209,7 @@ void Device::launch_args(const Kernel& k, const Sizes& global, const Sizes& loca
                             (a.kind == Arg::Kind::variable ? " (pass var.as(DType::...))" : " (cast the value to the parameter's type)"));
     }
   }
+  check_local_memory(*ki.program->dev, *ki.eager, args, k.name());
   if (!current_recorder() && debug_level() < 2 && !trace_active()) {
     // the common eager case: run straight from the arguments, no ExecItem to build and destroy
     LaunchDims ld;

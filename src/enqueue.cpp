@@ -26,7 +26,9 @@ bool check_launch(uint32_t dims, const size_t* gws, const size_t* lws, const cha
   return !empty;
 }
 
-void resolve_launch(uint32_t dims, const int64_t* global, const int64_t* local, size_t max_wg, LaunchDims& out, const char* what) {
+void resolve_launch(uint32_t dims, const int64_t* global, const int64_t* local, const DeviceImpl& dev, const BackendKernel& k,
+                    LaunchDims& out, const char* what) {
+  const size_t max_wg = max_group_size(dev, k);
   out.dims = dims;
   for (uint32_t d = 0; d < dims; ++d) {
     if (global[d] < 0)
@@ -41,9 +43,37 @@ void resolve_launch(uint32_t dims, const int64_t* global, const int64_t* local, 
         throw ArgumentError(std::string(what) + ": local size " + std::to_string(local[d]) + " in dimension " + std::to_string(d) +
                             " must be positive");
       out.lws[d] = static_cast<size_t>(local[d]);
+      if (out.lws[d] > dev.info.max_work_item_sizes[d]) [[unlikely]]
+        throw ArgumentError(std::string(what) + ": local size " + std::to_string(local[d]) + " in dimension " + std::to_string(d) +
+                            " is over " + dev.info.id + "'s limit of " + std::to_string(dev.info.max_work_item_sizes[d]) +
+                            " work items in that dimension (CL_DEVICE_MAX_WORK_ITEM_SIZES); use a smaller local size");
+    }
+    size_t items = 1;
+    for (uint32_t d = 0; d < dims; ++d) items *= out.lws[d];  // each factor is bounded above: no overflow
+    if (items > max_wg) [[unlikely]] {
+      std::string l;
+      for (uint32_t d = 0; d < dims; ++d) l += (d ? "," : "") + std::to_string(out.lws[d]);
+      throw ArgumentError(std::string(what) + ": local size [" + l + "] makes work groups of " + std::to_string(items) +
+                          " work items, over this kernel's limit of " + std::to_string(max_wg) + " on " + dev.info.id +
+                          " (CL_KERNEL_WORK_GROUP_SIZE and CL_DEVICE_MAX_WORK_GROUP_SIZE); use a smaller local size");
     }
   }
   out.empty = !check_launch(dims, out.gws, out.lws, what);
+}
+
+void check_local_memory(const DeviceImpl& dev, const BackendKernel& k, std::span<const Arg> args, const std::string& kernel) {
+  uint64_t total = k.local_mem_bytes();
+  bool wrapped = false;
+  for (const Arg& a : args)
+    if (a.kind == Arg::Kind::local) wrapped = wrapped || __builtin_add_overflow(total, uint64_t{a.local_bytes}, &total);
+  const uint64_t limit = dev.info.local_mem_bytes;
+  if (limit == 0 || (!wrapped && total <= limit)) return;
+  std::string parts = std::to_string(k.local_mem_bytes()) + " bytes declared in the kernel";
+  for (const Arg& a : args)
+    if (a.kind == Arg::Kind::local) parts += " + " + std::to_string(a.local_bytes);
+  throw ArgumentError("launch " + kernel + ": __local memory " + (wrapped ? "beyond 2^64 bytes" : std::to_string(total) + " bytes") + " (" +
+                      parts + " of __local arguments) is over " + dev.info.id + "'s " + std::to_string(limit) +
+                      " bytes per work group (CL_DEVICE_LOCAL_MEM_SIZE); pass smaller encore::LocalMem sizes");
 }
 
 size_t max_group_size(const DeviceImpl& dev, const BackendKernel& k) {

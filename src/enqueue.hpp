@@ -4,6 +4,8 @@
 // unit call the same functions, so the two cannot drift.
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <string>
 
 #include "internal.hpp"
 
@@ -15,10 +17,18 @@ struct LaunchDims {
   bool empty = false;  // some global size is 0: the launch does nothing
 };
 
-// Validates evaluated sizes (`local` null: encore chooses one, bounded by `max_wg`) into `out`.
-// ArgumentError naming `what` on a negative size, a non-positive local size or a global size that
-// is not a multiple of its local size.
-void resolve_launch(uint32_t dims, const int64_t* global, const int64_t* local, size_t max_wg, LaunchDims& out, const char* what);
+// Validates evaluated sizes of a launch of `k` on `dev` (`local` null: encore chooses one, within
+// the kernel's work-group limit) into `out`. ArgumentError naming `what` and the kernel, before
+// anything is enqueued, on a negative size, a non-positive local size, a local size over the
+// device's CL_DEVICE_MAX_WORK_ITEM_SIZES in its dimension or a work group over the kernel's limit,
+// or a global size that is not a multiple of its local size.
+void resolve_launch(uint32_t dims, const int64_t* global, const int64_t* local, const DeviceImpl& dev, const BackendKernel& k,
+                    LaunchDims& out, const char* what);
+
+// ArgumentError when a launch's __local memory (the kernel's own plus its __local arguments in
+// `args`) is over what one work group of `dev` may use: on OpenCL the launch would fail or, on
+// PoCL, abort the process.
+void check_local_memory(const DeviceImpl& dev, const BackendKernel& k, std::span<const Arg> args, const std::string& kernel);
 
 // The largest work-group size a launch of `k` on `dev` may use.
 size_t max_group_size(const DeviceImpl& dev, const BackendKernel& k);

@@ -53,6 +53,9 @@ struct BackendKernel {
   // CL_KERNEL_WORK_GROUP_SIZE, read once when the kernel object is made; it may be below the
   // device's max_work_group_size for a kernel heavy in registers or local memory).
   virtual size_t max_work_group_size() const = 0;
+  // The __local memory the kernel declares itself (OpenCL: CL_KERNEL_LOCAL_MEM_SIZE, read with the
+  // kernel object, before any __local argument is set); __local arguments come on top.
+  virtual uint64_t local_mem_bytes() const { return 0; }
 };
 
 struct BackendProgram {
@@ -317,6 +320,8 @@ struct TraceSpan {
 };
 // Records an item enqueued on `dev` with its completion event (may be null: host times only).
 void trace_item(DeviceImpl& dev, NativeEvent* ev, const ExecItem& item, const char* phase, uint32_t dims, const size_t* gws);
+// A device time on the host's clock, given one reference instant read on both (src/profile.cpp).
+double device_to_host_us(uint64_t device_ns, uint64_t ref_device_ns, double ref_host_us);
 // Sends a message to the log sink (encore/log.hpp); by default printed only at ENCORE_DEBUG >= 1.
 void log(LogLevel level, std::string_view message);
 bool env_flag(const char* name, bool dflt);
@@ -327,6 +332,10 @@ std::shared_ptr<DeviceImpl> open_null();
 
 // The kernel parameter list of every __kernel in an OpenCL C source (NULL device, tests).
 std::vector<KernelSignature> parse_kernel_signatures(const std::string& source);
+// Sets the pointee of every pointer parameter in `sigs` from its type name (KernelParam::pointee),
+// resolving the aliases that `texts` (the source and the headers it includes: typedefs, object-like
+// #defines) and `options` (-D) declare. Returns a note for each pointee it could not resolve.
+std::vector<std::string> resolve_pointees(std::vector<KernelSignature>& sigs, std::span<const std::string> texts, const std::string& options);
 
 }  // namespace encore::detail
 

@@ -114,6 +114,14 @@ void trace_span(const char* name, double start_us) {
   r.spans.push_back({name, start_us, end});
 }
 
+double device_to_host_us(uint64_t device_ns, uint64_t ref_device_ns, double ref_host_us) {
+  // the difference first, in integer nanoseconds: a double holds ~1.8e18 ns (since the epoch, as
+  // some drivers count) only to ~256 ns, enough to put an item's start before the previous end
+  const int64_t rel = device_ns >= ref_device_ns ? static_cast<int64_t>(device_ns - ref_device_ns)
+                                                 : -static_cast<int64_t>(ref_device_ns - device_ns);
+  return ref_host_us + static_cast<double>(rel) / 1000.0;
+}
+
 TraceSpan::TraceSpan(const char* n) : name(n), start_us(trace_active() ? host_now_us() : 0) {}
 TraceSpan::~TraceSpan() { trace_span(name, start_us); }
 
@@ -149,15 +157,18 @@ void stop(const std::string& path) {
   g_active = false;
   Recording& r = rec();
   std::lock_guard<std::mutex> lock(r.mu);
-  // device clock -> host clock, one marker per device
-  std::map<DeviceImpl*, double> offset_us;
+  // device clock -> host clock, one marker per device: its device time and the host time then
+  struct ClockRef {
+    uint64_t device_ns = 0;
+    double host_us = 0;
+  };
+  std::map<DeviceImpl*, ClockRef> clock;
   for (DeviceItem& d : r.items) {
-    if (!d.ev || offset_us.count(d.dev.get())) continue;
-    uint64_t t = 0;
-    double host = 0;
-    bool ok = d.dev->device_clock(&t);
-    host = host_now_us();
-    offset_us[d.dev.get()] = ok ? host - static_cast<double>(t) / 1000.0 : 0;
+    if (!d.ev || clock.count(d.dev.get())) continue;
+    ClockRef c;
+    if (!d.dev->device_clock(&c.device_ns)) c.device_ns = 0;
+    c.host_us = host_now_us();
+    clock[d.dev.get()] = c;
   }
   std::ostringstream out;
   out.precision(3);
@@ -179,8 +190,9 @@ void stop(const std::string& path) {
       d.dev->wait_event(d.ev);
       uint64_t s = 0, e = 0;
       if (d.dev->event_times(d.ev, &s, &e)) {
-        ts = static_cast<double>(s) / 1000.0 + offset_us[d.dev.get()];
-        dur = static_cast<double>(e - s) / 1000.0;
+        const ClockRef& c = clock[d.dev.get()];
+        ts = device_to_host_us(s, c.device_ns, c.device_ns ? c.host_us : 0);
+        dur = static_cast<double>(e >= s ? e - s : 0) / 1000.0;
         on_device = true;
       }
     }

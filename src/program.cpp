@@ -51,8 +51,14 @@ Program Device::compile(const std::string& source, const std::string& options) c
   p->source = source;
   p->options = options;
   std::string dir = d.is_null() ? std::string() : detail::cache_dir();
+  // the headers key the disk cache (an edited header is another program) and hold typedefs
+  const detail::Includes inc = detail::read_includes(source, options);
+  if (!dir.empty() && !inc.resolved) {
+    detail::log(LogLevel::info, "program not cached on disk: " + inc.why + ", so the cache could not tell an edited header");
+    dir.clear();
+  }
   if (!dir.empty()) {
-    p->disk_key = detail::cache_key_text(d.cache_key_prefix(), source, options);
+    p->disk_key = detail::cache_key_text(d.cache_key_prefix(), source, options, inc.contents);
     p->disk_path = detail::cache_path(dir, p->disk_key);
     if (auto entry = detail::cache_load(p->disk_path, p->disk_key)) {
       try {
@@ -71,6 +77,11 @@ Program Device::compile(const std::string& source, const std::string& options) c
     p->kernels = std::move(r.kernels);
     p->save();
   }
+  // one place for both backends and for binaries from the disk cache: every launch checks buffers
+  // against these (src/eager.cpp)
+  std::vector<std::string> texts{source};
+  texts.insert(texts.end(), inc.texts.begin(), inc.texts.end());
+  for (const std::string& note : detail::resolve_pointees(p->kernels, texts, options)) detail::log(LogLevel::info, note);
   std::erase_if(d.programs, [](const auto& kv) { return kv.second.expired(); });
   d.programs[std::move(key)] = p;
   return Program(p);

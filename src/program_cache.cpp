@@ -1,10 +1,12 @@
-// On-disk program cache: binaries keyed by (device name, driver version, source, options), with
+// On-disk program cache: binaries keyed by (device name, driver version, source, options, the bytes of
+// every #included file), with
 // the kernels' argument info (the spec does not promise it for programs made from binaries).
 // Writes are atomic (temp file + rename); a corrupt entry is reported and rebuilt, never trusted.
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -68,8 +70,130 @@ std::string cache_dir() {
   return std::string(home) + "/.cache/encore";
 }
 
-std::string cache_key_text(const std::string& prefix, const std::string& source, const std::string& options) {
-  return prefix + '\0' + options + '\0' + source;
+std::string cache_key_text(const std::string& prefix, const std::string& source, const std::string& options, const std::string& includes) {
+  std::string k = prefix + '\0' + options + '\0' + source;
+  if (!includes.empty()) k += std::string("\0includes\0", 10) + includes;
+  return k;
+}
+
+namespace {
+
+// One #include directive: the name, quoted ("") or not (<>); `computed` when it is a macro.
+struct Directive {
+  std::string name;
+  bool quoted = false, computed = false;
+  size_t line = 0;
+};
+
+std::vector<Directive> include_directives(const std::string& text) {
+  std::vector<Directive> out;
+  size_t line = 0;
+  for (size_t i = 0; i < text.size(); ++line) {
+    size_t e = text.find('\n', i);
+    if (e == std::string::npos) e = text.size();
+    size_t p = text.find_first_not_of(" \t", i);
+    if (p < e && text[p] == '#') {
+      p = text.find_first_not_of(" \t", p + 1);
+      if (p < e && text.compare(p, 7, "include") == 0) {
+        p = text.find_first_not_of(" \t", p + 7);
+        Directive d;
+        d.line = line + 1;
+        const char close = p < e && text[p] == '"' ? '"' : p < e && text[p] == '<' ? '>' : 0;
+        const size_t q = close ? text.find(close, p + 1) : std::string::npos;
+        if (q == std::string::npos || q >= e) {
+          d.computed = true;
+          d.name = text.substr(p < e ? p : e, e - (p < e ? p : e));
+        } else {
+          d.quoted = close == '"';
+          d.name = text.substr(p + 1, q - p - 1);
+        }
+        out.push_back(std::move(d));
+      }
+    }
+    i = e + 1;
+  }
+  return out;
+}
+
+std::vector<std::string> include_dirs(const std::string& options) {
+  std::vector<std::string> words, dirs;
+  std::istringstream ss(options);
+  for (std::string w; ss >> w;) words.push_back(w);
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (words[i] == "-I" && i + 1 < words.size()) dirs.push_back(words[++i]);
+    else if (words[i].rfind("-I", 0) == 0 && words[i].size() > 2) dirs.push_back(words[i].substr(2));
+  }
+  return dirs;
+}
+
+}  // namespace
+
+Includes read_includes(const std::string& source, const std::string& options) {
+  Includes r;
+  if (source.find("include") == std::string::npos) return r;  // the common case: no file system access
+  std::error_code ec;
+  std::vector<fs::path> search{fs::current_path(ec)};
+  for (const std::string& d : include_dirs(options)) search.push_back(fs::absolute(d, ec));
+  std::vector<std::string> seen;  // canonical paths read so far
+  // (text, its directory, how it was reached) still to scan
+  struct Pending {
+    std::string text;
+    fs::path dir;
+    std::string from;
+  };
+  std::vector<Pending> todo{{source, fs::path(), "the source"}};
+  while (!todo.empty() && r.resolved) {
+    Pending cur = std::move(todo.back());
+    todo.pop_back();
+    std::vector<Pending> found;
+    for (const Directive& d : include_directives(cur.text)) {
+      const std::string where = "#include " + (d.computed ? d.name : (d.quoted ? "\"" + d.name + "\"" : "<" + d.name + ">")) + " (" +
+                                cur.from + ", line " + std::to_string(d.line) + ")";
+      if (d.computed) {
+        r.resolved = false;
+        r.why = where + " is computed by a macro";
+        return r;
+      }
+      std::vector<fs::path> candidates;
+      if (fs::path(d.name).is_absolute()) candidates.push_back(d.name);
+      else {
+        if (d.quoted && !cur.dir.empty()) candidates.push_back(cur.dir / d.name);
+        for (const fs::path& s : search) candidates.push_back(s / d.name);
+      }
+      fs::path hit;
+      for (const fs::path& c : candidates)
+        if (fs::is_regular_file(c, ec)) {
+          hit = fs::canonical(c, ec);
+          break;
+        }
+      if (hit.empty()) {
+        r.resolved = false;
+        r.why = where + " was not found in the working directory or the -I directories";
+        return r;
+      }
+      if (std::find(seen.begin(), seen.end(), hit.string()) != seen.end()) continue;  // include guards: its bytes are in already
+      std::ifstream f(hit, std::ios::binary);
+      std::stringstream ss;
+      ss << f.rdbuf();
+      if (!f && !f.eof()) {
+        r.resolved = false;
+        r.why = where + ": " + hit.string() + " cannot be read";
+        return r;
+      }
+      seen.push_back(hit.string());
+      std::string text = ss.str();
+      r.contents += std::to_string(text.size()) + ':' + text;  // length-prefixed: no two file lists give one key
+      r.texts.push_back(text);
+      found.push_back({std::move(text), hit.parent_path(), hit.string()});
+      if (seen.size() > 4096) {
+        r.resolved = false;
+        r.why = "more than 4096 included files";
+        return r;
+      }
+    }
+    for (auto it = found.rbegin(); it != found.rend(); ++it) todo.push_back(std::move(*it));  // depth first, in order
+  }
+  return r;
 }
 
 std::string cache_path(const std::string& dir, const std::string& key_text) {

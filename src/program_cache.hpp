@@ -13,7 +13,22 @@ struct CacheEntry {
 };
 
 std::string cache_dir();  // empty: cache off (ENCORE_CACHE=0)
-std::string cache_key_text(const std::string& prefix, const std::string& source, const std::string& options);
+// `includes`: the bytes of every file the source includes (Includes::contents), empty when none.
+std::string cache_key_text(const std::string& prefix, const std::string& source, const std::string& options,
+                           const std::string& includes = {});
+
+// The files a program's source #includes, found as the OpenCL compiler finds them (PoCL, checked):
+// `#include "x"` in the including file's directory first, then both forms in the working directory
+// (the main source's directory), then in each -I directory of `options` (relative ones against the
+// working directory), transitively. Directives in #if branches are followed too (a superset keys
+// the cache safely).
+struct Includes {
+  bool resolved = true;  // false: an include was not found or is computed by a macro (`why` says which)
+  std::string why;
+  std::string contents;            // every file's bytes in first-include order, each once: the cache key's part
+  std::vector<std::string> texts;  // the same files' texts, for the alias scan (resolve_pointees)
+};
+Includes read_includes(const std::string& source, const std::string& options);
 std::string cache_path(const std::string& dir, const std::string& key_text);
 // nullopt on a miss; a corrupt entry warns on stderr, is removed, and counts as a miss.
 std::optional<CacheEntry> cache_load(const std::string& path, const std::string& key_text);

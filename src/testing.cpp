@@ -7,4 +7,5 @@ bool ignore_versions = false;
 bool break_planner = false;
 std::atomic<uint64_t> null_arg_sets{0};
 std::atomic<size_t> null_kernel_work_group_limit{0};
+std::atomic<void*> fail_context_device{nullptr};
 }  // namespace encore::testing

@@ -18,6 +18,9 @@ extern bool break_planner;
 extern std::atomic<uint64_t> null_arg_sets;
 // Work-group limit of NULL-device kernel objects made from now on (0: the device's maximum).
 extern std::atomic<size_t> null_kernel_work_group_limit;
+// An OpenCL device (a cl_device_id) that no context takes from now on; platform contexts are then
+// made afresh for every device opened, outside the cache (null: none).
+extern std::atomic<void*> fail_context_device;
 }  // namespace encore::testing
 #define ENCORE_TESTING_IS(name) (::encore::testing::name)
 #define ENCORE_TESTING_DO(...) __VA_ARGS__

@@ -6,11 +6,14 @@
 #include <numeric>
 
 #include "encore/encore.hpp"
+#include "encore/opencl.hpp"
 #include "internal.hpp"
 #include "test_util.hpp"
+#include "testing.hpp"
 
 using namespace encore;
 using encore_test::DeviceTest;
+using encore_test::LogCapture;
 
 namespace {
 
@@ -148,26 +151,63 @@ TEST(Device, StatusNames) {
 
 class DeviceCl : public DeviceTest {};
 
-// A real failing OpenCL call: a local size beyond the device's maximum.
-TEST_P(DeviceCl, LaunchBeyondMaxWorkGroupThrowsOpenCLError) {
-  Program p = dev.compile("__kernel void dev_fill1(__global float* x) { x[get_global_id(0)] = 1.0f; }");
+// Makes one OpenCL device fail to join any context for the scope (src/testing.hpp).
+struct FailContextOf {
+  explicit FailContextOf(cl_device_id d) { encore::testing::fail_context_device = d; }
+  ~FailContextOf() { encore::testing::fail_context_device = nullptr; }
+};
+
+// Issue 16 item 8: one device that no context takes made every device of its platform unusable.
+TEST(DeviceContext, OneBrokenDeviceLeavesTheOthersOfItsPlatformUsable) {
+  const std::vector<DeviceInfo> all = Device::list();
+  if (all.empty()) GTEST_SKIP() << "no OpenCL device";
+  cl_device_id broken = opencl::device_id(Device::open("CL:0"));
+  LogCapture logs;
+  FailContextOf fail(broken);
+  try {
+    (void)detail::open_opencl(0);
+    FAIL() << "CL:0 opened";
+  } catch (const DeviceError& e) {
+    const std::string m = e.what();
+    for (const std::string& w : std::vector<std::string>{"CL:0", all[0].name, "could not be initialised", "CL_DEVICE_NOT_AVAILABLE", "other devices of platform"})
+      EXPECT_NE(m.find(w), std::string::npos) << "'" << w << "' missing from: " << m;
+  }
+  EXPECT_NE(logs.text().find("left out of the shared context"), std::string::npos) << logs.text();
+  size_t others = 0;
+  for (size_t i = 1; i < all.size(); ++i) {
+    if (all[i].platform != all[0].platform) continue;
+    ++others;
+    Device d(detail::open_opencl(static_cast<int>(i)));
+    Buffer x = d.alloc<float>(64);
+    d.launch(d.compile("__kernel void ctx_fill(__global float* x) { x[get_global_id(0)] = 3.0f; }").kernel("ctx_fill"), {64}, {}, x);
+    EXPECT_EQ(x.copyout<float>(), std::vector<float>(64, 3.0f)) << all[i].id;
+  }
+  if (others == 0) std::printf("(one device in CL:0's platform: POCL_DEVICES=\"pthread pthread\" also checks that the others open)\n");
+}
+
+// A real failing OpenCL call: a local size other than the kernel's reqd_work_group_size, which
+// encore leaves to the driver (a local size beyond the device's maximum is refused before the
+// enqueue: tests/test_launch_limits.cpp).
+TEST_P(DeviceCl, LaunchTheDriverRefusesThrowsOpenCLError) {
+  Program p = dev.compile("__kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dev_fill1(__global float* x) { x[get_global_id(0)] = 1.0f; }");
   Kernel k = p.kernel("dev_fill1");
   size_t too_big = dev.info().max_work_group_size * 2;
   Buffer x = dev.alloc<float>(too_big);
+  EXPECT_THROW(dev.launch(k, {too_big}, {too_big}, x), ArgumentError);
   try {
-    dev.launch(k, {too_big}, {too_big}, x);
+    dev.launch(k, {too_big}, {32}, x);
     dev.synchronize();
-    FAIL() << "launch with local size " << too_big << " succeeded";
+    FAIL() << "launch with local size 32 succeeded";
   } catch (const OpenCLError& e) {
     std::string m = e.what();
     EXPECT_LT(e.status(), 0);
     EXPECT_EQ(std::string(e.status_name()).rfind("CL_INVALID_WORK", 0), 0u) << m;
     EXPECT_NE(m.find("clEnqueueNDRangeKernel"), std::string::npos) << m;
     EXPECT_NE(m.find("dev_fill1"), std::string::npos) << m;
-    EXPECT_NE(m.find(std::to_string(too_big)), std::string::npos) << m;
+    EXPECT_NE(m.find("local [32]"), std::string::npos) << m;
   }
   // the kernel and the device still work
-  dev.launch(k, {too_big}, {}, x);
+  dev.launch(k, {too_big}, {64}, x);
   std::vector<float> got = x.copyout<float>();
   for (float v : got) ASSERT_EQ(v, 1.f);
 }

@@ -377,7 +377,106 @@ TEST_P(ProgramCl, SavedAgainAfterNewLaunchConfigurations) {
   expect_kernel_works(dev, q, "resave");
 }
 
+// The value a one-item kernel of `src` writes, compiled afresh as a new process would (the program
+// forgotten in memory first), and whether it came from the disk cache.
+std::pair<int32_t, bool> compile_and_read(const Device& dev, const std::string& src, const std::string& opts) {
+  forget_in_memory(dev, src, opts);
+  Program p = dev.compile(src, opts);
+  Buffer o = dev.alloc<int32_t>(1);
+  dev.launch(p.kernel("inc_val"), {1}, {}, o);
+  const int32_t v = o.copyout<int32_t>()[0];
+  dev.synchronize();  // stores the binary with its launch configuration
+  return {v, p.from_disk_cache()};
+}
+
+void write_text(const fs::path& p, const std::string& text) {
+  std::ofstream f(p, std::ios::trunc);
+  f << text;
+}
+
+// Restores the working directory on scope exit.
+struct ScopedCwd {
+  fs::path old = fs::current_path();
+  explicit ScopedCwd(const fs::path& p) { fs::current_path(p); }
+  ~ScopedCwd() { fs::current_path(old); }
+};
+
+// Issue 16 item 5: an edited header used to load the old binary from the disk cache.
+TEST_P(ProgramCl, DiskCacheSeesAnEditedHeader) {
+  encore_test::ScopedCacheDir cache;
+  const fs::path hdrs = fs::path(cache.path()) / "headers";
+  fs::create_directories(hdrs / "sub");
+  write_text(hdrs / "val.h", "#include \"sub/inner.h\"\n#define VAL (INNER + 1)\n");
+  write_text(hdrs / "sub" / "inner.h", "#define INNER 10\n");
+  const std::string src = "// " + encore_test::unique_token() +
+                          "\n#include \"val.h\"\n__kernel void inc_val(__global int* o) { o[0] = VAL; }\n";
+  const std::string opts = "-I " + hdrs.string();
+  EXPECT_EQ(compile_and_read(dev, src, opts), std::make_pair(11, false));
+  EXPECT_EQ(compile_and_read(dev, src, opts), std::make_pair(11, true)) << "unchanged headers: a hit";
+  write_text(hdrs / "val.h", "#include \"sub/inner.h\"\n#define VAL (INNER + 2)\n");
+  EXPECT_EQ(compile_and_read(dev, src, opts), std::make_pair(12, false)) << "the edited header is seen";
+  write_text(hdrs / "sub" / "inner.h", "#define INNER 20\n");
+  EXPECT_EQ(compile_and_read(dev, src, opts), std::make_pair(22, false)) << "so is an edit two includes deep";
+  EXPECT_EQ(compile_and_read(dev, src, opts), std::make_pair(22, true));
+}
+
+// A relative -I. names another directory from another working directory.
+TEST_P(ProgramCl, RelativeIncludeDirFromTwoWorkingDirectories) {
+  encore_test::ScopedCacheDir cache;
+  const fs::path a = fs::path(cache.path()) / "a", b = fs::path(cache.path()) / "b";
+  fs::create_directories(a / "inc");
+  fs::create_directories(b / "inc");
+  write_text(a / "inc" / "val.h", "#define VAL 1\n");
+  write_text(b / "inc" / "val.h", "#define VAL 2\n");
+  const std::string src = "// " + encore_test::unique_token() + "\n#include <val.h>\n__kernel void inc_val(__global int* o) { o[0] = VAL; }\n";
+  {
+    ScopedCwd in_a(a);
+    EXPECT_EQ(compile_and_read(dev, src, "-I./inc"), std::make_pair(1, false));
+  }
+  {
+    ScopedCwd in_b(b);
+    EXPECT_EQ(compile_and_read(dev, src, "-I./inc"), std::make_pair(2, false));
+  }
+  {
+    ScopedCwd in_a(a);
+    EXPECT_EQ(compile_and_read(dev, src, "-I./inc"), std::make_pair(1, true));
+  }
+}
+
+// An include encore cannot follow (not found where the compiler looks, or computed by a macro):
+// the program builds, but never goes through the disk cache, and ENCORE_DEBUG=1 says why.
+TEST_P(ProgramCl, UnresolvableIncludesSkipTheDiskCache) {
+  encore_test::ScopedCacheDir cache;
+  write_text(fs::path(cache.path()) / "val.h", "#define VAL 5\n");
+  const std::string tok = encore_test::unique_token();
+  const std::string computed = "// " + tok + "\n#define HDR \"val.h\"\n#include HDR\n__kernel void inc_val(__global int* o) { o[0] = VAL; }\n";
+  const std::string missing = "// " + tok + "\n#if 0\n#include \"no_such_header.h\"\n#endif\n#define VAL 6\n"
+                              "__kernel void inc_val(__global int* o) { o[0] = VAL; }\n";
+  const std::string opts = "-I" + cache.path();
+  LogCapture logs;
+  EXPECT_EQ(compile_and_read(dev, computed, opts), std::make_pair(5, false));
+  EXPECT_EQ(compile_and_read(dev, computed, opts), std::make_pair(5, false));
+  EXPECT_EQ(compile_and_read(dev, missing, opts), std::make_pair(6, false));
+  EXPECT_EQ(compile_and_read(dev, missing, opts), std::make_pair(6, false));
+  const std::string text = logs.text();
+  EXPECT_NE(text.find("program not cached on disk: #include HDR (the source, line 3) is computed by a macro"), std::string::npos) << text;
+  EXPECT_NE(text.find("#include \"no_such_header.h\" (the source, line 3) was not found"), std::string::npos) << text;
+  EXPECT_EQ(count_files(cache.path()), 1u) << "only the header: no cache entry";
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, ProgramCl, ::testing::ValuesIn(encore_test::cl_params()), encore_test::param_name);
+
+// Typedefs in an included header resolve like those in the source.
+TEST(IncludedHeaders, AliasesInHeadersResolve) {
+  encore_test::ScopedCacheDir cache;
+  write_text(fs::path(cache.path()) / "types.h", "typedef double real;\n");
+  std::vector<Device> devs{Device::open("NULL")};
+  for (const auto& id : encore_test::cl_device_ids()) devs.push_back(Device::open(id));
+  for (const Device& dev : devs) {
+    Program p = dev.compile("#include \"types.h\"\n__kernel void hk(__global real* x) { x[0] = 1; }\n", "-I" + cache.path());
+    EXPECT_EQ(p.kernel("hk").params()[0].pointee, DType::f64) << dev.id();
+  }
+}
 
 // The NULL device compiles nothing: its "build" reads the kernel signatures.
 TEST(NullProgram, NoKernelIsACompileError) {
@@ -477,6 +576,37 @@ TEST(SignatureParser, MatchesOpenCL) {
     EXPECT_EQ(np[i].is_pointer, cp[i].is_pointer);
     EXPECT_EQ(np[i].scalar, cp[i].scalar);
     EXPECT_EQ(np[i].default_access(), cp[i].default_access());
+  }
+}
+
+// Both devices read the same pointee types (the check at launch is one for both).
+TEST(SignatureParser, PointeesMatchOpenCL) {
+  const std::string src = R"CL(
+typedef float real;
+typedef struct { int a; } S;
+struct T { float b; };
+__kernel void pt(__global real* a, __global const float4* b, __global S* c, __global struct T* d, __global unsigned char* e,
+                 __global void* f, __constant uint* g, __global double3* h, __local float* l, __global half* i) {}
+)CL";
+  std::vector<Device> devs{Device::open("NULL")};
+  for (const auto& id : encore_test::cl_device_ids()) devs.push_back(Device::open(id));
+  const std::optional<DType> want[] = {DType::f32, DType::f32, std::nullopt, std::nullopt, std::nullopt,
+                                       std::nullopt, DType::u32, DType::f64, std::nullopt, DType::f16};
+  const uint8_t lanes[] = {1, 4, 1, 1, 1, 1, 1, 4, 1, 1};
+  std::vector<std::string> names;
+  for (const Device& dev : devs) {
+    SCOPED_TRACE(dev.id());
+    Program prog = dev.compile(src);
+    const auto& p = prog.kernel("pt").params();
+    ASSERT_EQ(p.size(), 10u);
+    std::vector<std::string> n;
+    for (size_t i = 0; i < p.size(); ++i) {
+      EXPECT_EQ(p[i].pointee, want[i]) << p[i].type_name;
+      EXPECT_EQ(p[i].pointee_lanes, lanes[i]) << p[i].type_name;
+      n.push_back(p[i].type_name);
+    }
+    if (names.empty()) names = n;
+    else EXPECT_EQ(n, names) << "type names as OpenCL spells them";
   }
 }
 

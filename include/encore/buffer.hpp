@@ -45,6 +45,11 @@ class ENCORE_API Buffer {
   Buffer view(size_t offset, size_t count) const;
   // A view with another element type over the same bytes (sizes must divide evenly).
   Buffer view_as(DType dtype, size_t byte_offset, size_t count) const;
+  // All of this buffer's bytes as elements of `dtype` (nbytes must be a multiple of its size:
+  // ArgumentError otherwise). The way to pass a buffer to a kernel parameter of another element
+  // type on purpose: launches check a buffer's dtype against the parameter's pointee type.
+  //   dev.launch(k, {n}, {}, bits.as(encore::DType::u32));   // f32 bytes to a __global uint*
+  Buffer as(DType dtype) const;
 
   // Host transfers; sizes must match exactly. copyin blocks until the data is taken;
   // copyout waits for the device work that writes this buffer.

@@ -40,6 +40,8 @@ struct DeviceInfo {
   uint64_t global_mem_bytes = 0, max_alloc_bytes = 0;
   size_t base_align_bytes = 128;  // sub-buffer offsets must be multiples of this
   size_t max_work_group_size = 1;
+  size_t max_work_item_sizes[3] = {1, 1, 1};  // the most work items per group in each dimension
+  uint64_t local_mem_bytes = 0;                // __local memory one work group may use (0: unknown)
   std::vector<std::pair<std::string, std::string>> extensions;  // name, version ("1.0.0" or "")
   std::string command_buffer_version;  // cl_khr_command_buffer version, "" when absent
   bool mutable_dispatch = false;

@@ -169,6 +169,9 @@ typedef struct encore_buffer_info {
 ENCORE_C_API encore_status encore_buffer_alloc(encore_device dev, encore_dtype dtype, size_t count, encore_buffer* out);
 /* A view of `count` elements starting at element `offset` (byte offset aligned to the device's base alignment). */
 ENCORE_C_API encore_status encore_buffer_view(encore_buffer buf, size_t offset, size_t count, encore_buffer* out);
+/* All of `buf`'s bytes as elements of `dtype` (its byte size must be a multiple of the dtype's): launches check a buffer's
+ * dtype against the kernel parameter's pointee type, so this is how to pass bytes as another type on purpose. */
+ENCORE_C_API encore_status encore_buffer_as(encore_buffer buf, encore_dtype dtype, encore_buffer* out);
 /* A second handle to the same buffer (destroy both). */
 ENCORE_C_API encore_status encore_buffer_retain(encore_buffer buf, encore_buffer* out);
 /* Releases this handle. */

@@ -5,7 +5,11 @@
 //   dev.launch(k, {1024}, {}, x);
 // Programs are cached in memory per (device, source, options) while any handle to them (a Program,
 // a Kernel, a captured unit) lives, and on disk (ENCORE_CACHE, default ~/.cache/encore, "0"
-// disables). A build failure throws CompileError with the build log.
+// disables). The disk cache's key also holds the bytes of every file the source #includes, found
+// as the compiler finds them (working directory, -I directories, transitively): an edited header is
+// a new program in the next process. A program with an include encore cannot follow (not found, or
+// computed by a macro) skips the disk cache; ENCORE_DEBUG=1 says why. A build failure throws
+// CompileError with the build log.
 // Threads: compile and kernel() from any thread; one Kernel may be launched from several threads at
 // once (its arguments are set under a lock per kernel).
 #include <cstddef>
@@ -36,10 +40,23 @@ struct KernelParam {
   bool is_pointer = false;
   bool const_data = false;    // pointer to const (or __constant) data
   std::optional<DType> scalar;  // for by-value scalars
+  // A pointer to __global or __constant data: the element type a buffer passed to it must have,
+  // where encore knows the pointee (a scalar, a vector's element type, or a typedef or simple
+  // #define of one in the program's source or headers). nullopt where any buffer fits (void*,
+  // char*, uchar* and their vectors, structs, unions) and where the pointee could not be resolved
+  // (ENCORE_DEBUG=1 says so once at compile); pass bytes as another type on purpose with
+  // Buffer::as(dtype).
+  std::optional<DType> pointee;
+  uint8_t pointee_lanes = 1;  // elements per pointee: float4* 4, float3* 4 (a 3-vector takes 4), else 1
   // Default access of a pointer argument: in for const/__constant data, else inout.
   Access default_access() const {
     return !is_pointer || space == AddressSpace::local ? Access::none
            : (const_data || space == AddressSpace::constant) ? Access::in : Access::inout;
+  }
+  // Whether a buffer of `count` elements of `dtype` may be passed to this pointer parameter: its
+  // pointee's element type, in whole pointees (a float4* takes f32 buffers of 4k elements).
+  bool accepts(DType dtype, size_t count) const {
+    return !pointee || (dtype == *pointee && count % pointee_lanes == 0);
   }
 };
 

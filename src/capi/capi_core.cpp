@@ -416,6 +416,17 @@ encore_status encore_buffer_view(encore_buffer buf, size_t offset, size_t count,
   });
 }
 
+encore_status encore_buffer_as(encore_buffer buf, encore_dtype dtype, encore_buffer* out) {
+  return guard(__func__, [&] {
+    need(out, "out");
+    *out = nullptr;
+    auto b = get<BufferObj>(buf, "buf");
+    auto o = std::make_shared<BufferObj>();
+    o->buf = b->buf.as(to_dtype(dtype, "dtype"));
+    put(std::move(o), out);
+  });
+}
+
 encore_status encore_buffer_retain(encore_buffer buf, encore_buffer* out) {
   return guard(__func__, [&] {
     need(out, "out");

@@ -50,6 +50,8 @@ class NullDevice final : public DeviceImpl {
     info.global_mem_bytes = info.max_alloc_bytes = uint64_t{1} << 40;
     info.base_align_bytes = 128;  // as PoCL, so views behave the same
     info.max_work_group_size = 1024;
+    for (size_t& m : info.max_work_item_sizes) m = 1024;
+    info.local_mem_bytes = 1 << 20;  // as PoCL: what runs there passes the launch checks here too
   }
   ~NullDevice() override { allocator.reset(); }
   bool is_null() const override { return true; }

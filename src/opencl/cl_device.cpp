@@ -9,6 +9,7 @@
 #include "cl_handle.hpp"
 #include "encore/opencl.hpp"
 #include "internal.hpp"
+#include "testing.hpp"
 
 namespace encore::detail {
 
@@ -73,6 +74,13 @@ DeviceInfo read_info(const Found& f, int index) {
   i.max_alloc_bytes = device_val<cl_ulong>(f.device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
   i.base_align_bytes = std::max<size_t>(1, device_val<cl_uint>(f.device, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8);
   i.max_work_group_size = device_val<size_t>(f.device, CL_DEVICE_MAX_WORK_GROUP_SIZE);
+  const cl_uint dims = device_val<cl_uint>(f.device, CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS);
+  std::vector<size_t> items(std::max<cl_uint>(dims, 3), 0);
+  if (dims >= 1 && clGetDeviceInfo(f.device, CL_DEVICE_MAX_WORK_ITEM_SIZES, dims * sizeof(size_t), items.data(), nullptr) == CL_SUCCESS)
+    for (int d = 0; d < 3; ++d) i.max_work_item_sizes[d] = items[d] ? items[d] : 1;
+  else  // unreadable: the work-group limit bounds every dimension
+    for (size_t& m : i.max_work_item_sizes) m = i.max_work_group_size;
+  i.local_mem_bytes = device_val<cl_ulong>(f.device, CL_DEVICE_LOCAL_MEM_SIZE);
   size_t n = 0;
   if (clGetDeviceInfo(f.device, CL_DEVICE_EXTENSIONS_WITH_VERSION, 0, nullptr, &n) == CL_SUCCESS && n > 0) {
     std::vector<cl_name_version> v(n / sizeof(cl_name_version));
@@ -101,30 +109,90 @@ struct PlatformContext {
   std::vector<cl::DeviceH> owned;
   cl::Context ctx;
   std::vector<cl_device_id> devices;
+  // devices of the platform left out because no context would take them, with the reason
+  std::vector<std::pair<cl_device_id, std::string>> failed;
 };
 
-std::shared_ptr<PlatformContext> context_for(cl_platform_id p) {
-  static std::mutex mu;
-  static auto* ctxs = new std::map<cl_platform_id, std::weak_ptr<PlatformContext>>;
-  std::lock_guard<std::mutex> lock(mu);
-  if (auto c = (*ctxs)[p].lock()) return c;
+// A context over `devices`, or null with `*error` set.
+cl_context create_context(cl_platform_id p, const std::vector<cl_device_id>& devices, std::string* error) {
+  ENCORE_TESTING_DO(for (cl_device_id d : devices) if (d == testing::fail_context_device.load()) {
+    *error = "clCreateContext failed with CL_DEVICE_NOT_AVAILABLE (made to fail by the test)";
+    return nullptr;
+  })
+  cl_context_properties props[] = {CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(p), 0};
+  cl_int err = CL_SUCCESS;
+  cl_context c = clCreateContext(props, static_cast<cl_uint>(devices.size()), devices.data(), nullptr, nullptr, &err);
+  if (err != CL_SUCCESS || !c) {
+    if (c) clReleaseContext(c);
+    *error = "clCreateContext failed with " + std::string(cl_status_name(err));
+    return nullptr;
+  }
+  return c;
+}
+
+// The platform's shared context. When one context over all its devices cannot be made, each device
+// is tried alone: those that work share the context, the others are left out and reported (at
+// ENCORE_DEBUG=1 now, and by the error of opening one), so one broken device costs only itself.
+std::shared_ptr<PlatformContext> make_platform_context(cl_platform_id p) {
   auto c = std::make_shared<PlatformContext>();
   cl_uint nd = 0;
   cl::check(clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &nd), "clGetDeviceIDs");
   c->devices.resize(nd);
   cl::check(clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, nd, c->devices.data(), nullptr), "clGetDeviceIDs");
-  cl_context_properties props[] = {CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(p), 0};
-  cl_int err = CL_SUCCESS;
-  c->ctx = cl::Context(clCreateContext(props, nd, c->devices.data(), nullptr, nullptr, &err));
-  cl::check(err, "clCreateContext", platform_str(p, CL_PLATFORM_NAME));
+  std::string error;
+  if (cl_context all = create_context(p, c->devices, &error)) {
+    c->ctx = cl::Context(all);
+    return c;
+  }
+  std::vector<cl_device_id> usable;
+  for (cl_device_id d : c->devices) {
+    std::string why;
+    if (cl_context alone = create_context(p, {d}, &why)) {
+      clReleaseContext(alone);
+      usable.push_back(d);
+    } else {
+      c->failed.emplace_back(d, why);
+    }
+  }
+  if (c->failed.empty()) {  // each alone, never together: report the whole platform's failure
+    for (cl_device_id d : c->devices) c->failed.emplace_back(d, error + " over the platform's " + std::to_string(nd) + " devices");
+    usable.clear();
+  }
+  c->devices = usable;
+  if (!usable.empty()) {
+    std::string why;
+    if (cl_context some = create_context(p, usable, &why)) {
+      c->ctx = cl::Context(some);
+    } else {
+      for (cl_device_id d : usable) c->failed.emplace_back(d, why);
+      c->devices.clear();
+    }
+  }
+  for (const auto& [d, why] : c->failed)
+    log(LogLevel::info, "platform " + platform_str(p, CL_PLATFORM_NAME) + ": device " + device_str(d, CL_DEVICE_NAME) +
+                            " left out of the shared context (" + why + "); the platform's other devices can be opened");
+  return c;
+}
+
+std::shared_ptr<PlatformContext> context_for(cl_platform_id p) {
+  static std::mutex mu;
+  static auto* ctxs = new std::map<cl_platform_id, std::weak_ptr<PlatformContext>>;
+  std::lock_guard<std::mutex> lock(mu);
+  bool fresh = false;  // a test making a device fail needs a context made now, kept out of the cache
+  ENCORE_TESTING_DO(fresh = testing::fail_context_device.load() != nullptr;)
+  if (fresh) return make_platform_context(p);
+  if (auto c = (*ctxs)[p].lock()) return c;
+  auto c = make_platform_context(p);
   (*ctxs)[p] = c;
   return c;
 }
 
 class ClKernel final : public BackendKernel {
  public:
-  ClKernel(cl::KernelH k, std::string name, size_t max_wg) : k_(std::move(k)), name_(std::move(name)), max_wg_(max_wg) {}
+  ClKernel(cl::KernelH k, std::string name, size_t max_wg, uint64_t local_bytes)
+      : k_(std::move(k)), name_(std::move(name)), max_wg_(max_wg), local_bytes_(local_bytes) {}
   size_t max_work_group_size() const override { return max_wg_; }
+  uint64_t local_mem_bytes() const override { return local_bytes_; }
   void set_arg(uint32_t i, size_t size, const void* value) override {
     // the message is built only on failure: these calls are on the allocation-free replay path
     if (cl_int st = clSetKernelArg(k_.get(), i, size, value); st != CL_SUCCESS)
@@ -146,6 +214,7 @@ class ClKernel final : public BackendKernel {
   cl::KernelH k_;
   std::string name_;
   size_t max_wg_;
+  uint64_t local_bytes_;
 };
 
 class ClProgram final : public BackendProgram {
@@ -158,7 +227,9 @@ class ClProgram final : public BackendProgram {
     size_t max_wg = 0;
     cl::check(clGetKernelWorkGroupInfo(k.get(), dev_, CL_KERNEL_WORK_GROUP_SIZE, sizeof max_wg, &max_wg, nullptr),
               "clGetKernelWorkGroupInfo(CL_KERNEL_WORK_GROUP_SIZE)", name);
-    return std::make_unique<ClKernel>(std::move(k), name, std::max<size_t>(max_wg, 1));
+    cl_ulong local_bytes = 0;  // a driver that cannot say: 0, only the arguments are counted
+    clGetKernelWorkGroupInfo(k.get(), dev_, CL_KERNEL_LOCAL_MEM_SIZE, sizeof local_bytes, &local_bytes, nullptr);
+    return std::make_unique<ClKernel>(std::move(k), name, std::max<size_t>(max_wg, 1), local_bytes);
   }
   std::vector<unsigned char> binary() override {
     cl_uint nd = 0;
@@ -203,6 +274,10 @@ class ClDevice final : public DeviceImpl {
   ClDevice(const Found& f, int index) : dev_(f.device) {
     info = read_info(f, index);
     ctx_ = context_for(f.platform);
+    for (const auto& [d, why] : ctx_->failed)
+      if (d == dev_)
+        throw DeviceError(info.id + " (" + info.name + ") could not be initialised: " + why + "; the other devices of platform " +
+                          info.platform + " can still be opened");
     open_queue();
   }
   // One part of a Device::split, in the split's context.

@@ -58,7 +58,7 @@ void resolve_sizes(const Plan& p, const BoundItem& b, const std::vector<VarValue
     g[d] = eval(p, st.g[d], vars);
     if (st.has_local) l[d] = eval(p, st.l[d], vars);
   }
-  resolve_launch(st.dims, g, st.has_local ? l : nullptr, max_group_size(*b.dev, *b.kernel), out, "replay launch");
+  resolve_launch(st.dims, g, st.has_local ? l : nullptr, *b.dev, *b.kernel, out, "replay launch");
 }
 
 void set_var(UnitImpl& u, uint32_t slot, VarValue v) {

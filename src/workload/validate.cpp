@@ -1,8 +1,8 @@
-// The checks that need the device: programs compile, every launch matches its kernel's parameters,
-// views respect the device's base-address alignment, const buffers are never written, no temp or
-// output is read (access in) before an item has touched it, and every output is written by some item
-// (else its contents, and so the comparison, would be undefined). A first access that may write
-// (inout) counts as a write, as in a capture (DESIGN rule 2).
+// The checks that need the device: programs compile, every launch matches its kernel's parameters
+// (buffers of the parameters' element types), views respect the device's base-address alignment,
+// const buffers are never written, no temp or output is read (access in) before an item has touched
+// it, and every output is written by some item (else its contents, and so the comparison, would be
+// undefined). A first access that may write (inout) counts as a write, as in a capture (DESIGN rule 2).
 #include "workload/reader.hpp"
 
 namespace encore::workload {
@@ -80,6 +80,12 @@ Compiled validate(const Workload& w, const Device& dev) {
       } else if (p.is_pointer) {
         if (a.kind != ArgSpec::Kind::buffer) mismatch("a buffer");
         const BufferSpec& b = w.buffers[a.buffer];
+        const size_t count = a.view ? a.count : b.count;
+        if (!p.accepts(b.dtype, count))
+          fail(ap, "buffer " + quote(b.name) + " (" + std::string(encore::name(b.dtype)) + "[" + std::to_string(count) + "]) passed to " +
+                       param_name(p, j) + ", which takes " + std::string(encore::name(*p.pointee)) + " elements" +
+                       (p.pointee_lanes > 1 ? " in groups of " + std::to_string(p.pointee_lanes) : std::string()) +
+                       ": the kernel would misread it or go past its end (declare the buffer with the parameter's dtype)");
         Access acc = a.access == Access::none ? p.default_access() : a.access;
         if (p.default_access() == Access::in && acc != Access::in)
           fail(ap, param_name(p, j) + " points to const data: its access can only be in, not " + encore::name(acc));

@@ -217,6 +217,7 @@ INSTANTIATE_TEST_SUITE_P(
                     InvalidCase{"invalid_arg_count.json", "step[0].args", "takes 2 arguments, got 3"},
                     InvalidCase{"invalid_arg_kind.json", "step[0].args[1]", "which takes f32"},
                     InvalidCase{"invalid_const_write.json", "step[0].args[1]", "const buffer \"c\""},
+                    InvalidCase{"invalid_pointee_type.json", "step[0].args[0]", "which takes f64 elements"},
                     InvalidCase{"invalid_copy_size.json", "step[1].copy", "sizes differ"},
                     InvalidCase{"invalid_dtype.json", "buffers.b.dtype", "unknown dtype \"float32\""},
                     InvalidCase{"invalid_count_zero.json", "buffers.b.count", "must be > 0"},
