@@ -501,10 +501,9 @@ class ClDevice final : public DeviceImpl {
  private:
   void open_queue() {
     profiling = debug_level() >= 2 || env_flag("ENCORE_PROFILING", false) || std::getenv("ENCORE_PROFILE") != nullptr;
-    cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, profiling ? static_cast<cl_queue_properties>(CL_QUEUE_PROFILING_ENABLE) : 0, 0};
     cl_int err = CL_SUCCESS;
-    q_ = cl::Queue(clCreateCommandQueueWithProperties(ctx_->ctx.get(), dev_, props, &err));
-    cl::check(err, "clCreateCommandQueueWithProperties", info.id);
+    q_ = cl::Queue(cl::create_queue(ctx_->ctx.get(), dev_, profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &err));
+    cl::check(err, "clCreateCommandQueue", info.id);
   }
   static std::string kernel_str(cl_kernel k, cl_kernel_info what) {
     size_t n = 0;

@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "cl_queue.hpp"
 #include "encore/error.hpp"
 
 namespace encore::detail { struct NativeMem; }
