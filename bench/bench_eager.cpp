@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "../src/opencl/cl_queue.hpp"  // header-only, <CL/cl.h> alone
 #include "encore/encore.hpp"
 
 namespace {
@@ -65,8 +66,8 @@ struct RawCl {
     cl_int err = CL_SUCCESS;
     ctx = clCreateContext(nullptr, 1, &dev, nullptr, nullptr, &err);
     check(err, "clCreateContext");
-    q = clCreateCommandQueueWithProperties(ctx, dev, nullptr, &err);
-    check(err, "clCreateCommandQueueWithProperties");
+    q = encore::cl::create_queue(ctx, dev, 0, &err);
+    check(err, "clCreateCommandQueue");
     prog = clCreateProgramWithSource(ctx, 1, &kSource, nullptr, &err);
     check(err, "clCreateProgramWithSource");
     check(clBuildProgram(prog, 1, &dev, "", nullptr, nullptr), "clBuildProgram");

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "../src/opencl/cl_queue.hpp"  // header-only, <CL/cl.h> alone
 #include "encore/encore.hpp"
 
 namespace {
@@ -167,7 +168,7 @@ struct HandChain {
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(plat), 0};
     ctx = clCreateContext(props, 1, &dev, nullptr, nullptr, &err);
     CHECK(err);
-    q = clCreateCommandQueueWithProperties(ctx, dev, nullptr, &err);
+    q = encore::cl::create_queue(ctx, dev, 0, &err);
     CHECK(err);
     const char* src = kSrc;
     prog = clCreateProgramWithSource(ctx, 1, &src, nullptr, &err);

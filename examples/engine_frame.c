@@ -128,15 +128,28 @@ static cl_event render(cl_command_queue render_q, cl_mem particles, cl_mem vbo, 
   return done;
 }
 
+/* An in-order queue through the entry point the device offers: clCreateCommandQueueWithProperties
+ * exists from OpenCL 2.0 on (a 1.2 ICD loader spins forever in it), clCreateCommandQueue before. */
+static cl_command_queue make_queue(cl_context ctx, cl_device_id dev, cl_int* err) {
+  char ver[128] = {0};
+  int major = 0, minor = 0;
+  clGetDeviceInfo(dev, CL_DEVICE_VERSION, sizeof ver - 1, ver, NULL);
+  if (sscanf(ver, "OpenCL %d.%d", &major, &minor) == 2 && major >= 2) return clCreateCommandQueueWithProperties(ctx, dev, NULL, err);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  return clCreateCommandQueue(ctx, dev, 0, err);
+#pragma GCC diagnostic pop
+}
+
 int main(void) {
   static float init[4 * NUM_PARTICLES], host[4 * NUM_PARTICLES], got[4 * NUM_PARTICLES], drawn[4 * NUM_PARTICLES];
   cl_int err = CL_SUCCESS;
   cl_device_id cl_dev = pick_device();
   cl_context ctx = clCreateContext(NULL, 1, &cl_dev, NULL, NULL, &err);
   CL_CHECK(err);
-  cl_command_queue compute_q = clCreateCommandQueueWithProperties(ctx, cl_dev, NULL, &err);
+  cl_command_queue compute_q = make_queue(ctx, cl_dev, &err);
   CL_CHECK(err);
-  cl_command_queue render_q = clCreateCommandQueueWithProperties(ctx, cl_dev, NULL, &err);
+  cl_command_queue render_q = make_queue(ctx, cl_dev, &err);
   CL_CHECK(err);
   for (int i = 0; i < NUM_PARTICLES; ++i) {
     init[4 * i + 0] = (float)(i % 128) / 64.0f - 1.0f;         /* x */

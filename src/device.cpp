@@ -1,5 +1,8 @@
 #include "encore/device.hpp"
 
+#include <unistd.h>
+
+#include <atomic>
 #include <charconv>
 #include <cstdlib>
 #include <system_error>
@@ -7,6 +10,10 @@
 #include "internal.hpp"
 
 namespace encore {
+
+namespace {
+std::atomic<bool> g_exiting{false};
+}  // namespace
 
 namespace detail {
 
@@ -27,6 +34,9 @@ void DeviceImpl::wait_release(NativeEvent* ev) {
 std::vector<std::shared_ptr<DeviceImpl>> DeviceImpl::split(unsigned) {
   throw DeviceError("Device::split: " + info.id + " (" + info.name + ") cannot be split into sub-devices");
 }
+
+bool exiting() noexcept { return g_exiting.load(std::memory_order_acquire); }
+
 
 int debug_level() {
   static const int level = [] {
@@ -58,6 +68,55 @@ struct Registry {
 Registry& registry() {
   static Registry* r = new Registry;
   return *r;
+}
+
+// Run at exit (arm_exit_drain), before the driver's thread-local state and statics are destroyed.
+// Finishes every queue encore owns, so no driver thread still works (PoCL compiles kernel variants
+// on its worker threads) while exit tears LLVM down, and stores the binaries of programs that ran
+// new launch configurations while the driver can still give them. Runs once: later calls return.
+void drain_at_exit() noexcept {
+  if (g_exiting.load()) return;
+  std::vector<std::shared_ptr<detail::DeviceImpl>> devs;
+  {
+    Registry& reg = registry();
+    // a thread inside Device::open at exit holds the lock: skip the drain rather than wait for it
+    std::unique_lock<std::mutex> lock(reg.mu, std::try_to_lock);
+    if (lock.owns_lock()) {
+      for (auto& [_, d] : reg.open)
+        if (d) devs.push_back(d);
+      for (auto& [_, ps] : reg.parts) devs.insert(devs.end(), ps.begin(), ps.end());
+    }
+  }
+  for (auto& d : devs) try {
+      d->finish();
+      detail::save_dirty_programs(*d);
+    } catch (...) {
+    }
+  g_exiting.store(true);
+}
+
+// exit() destroys the calling thread's thread_local objects first, the driver's among them
+// (Oclgrind keeps its API-call tracking in one, made at the thread's first OpenCL call), then runs
+// atexit handlers and static destructors. A driver call from a static encore object's destructor
+// then writes into freed memory. So the drain runs from a thread_local of our own, made after the
+// driver's (so destroyed before it) on a thread that opened a device: on the main thread its
+// destruction is the process exiting (main returning, or exit() called from main). A thread other
+// than main that ends is just a thread ending: nothing happens.
+struct ExitSentinel {
+  ~ExitSentinel() {
+    if (::gettid() == ::getpid()) drain_at_exit();
+  }
+};
+// On every open of an OpenCL device, after the driver calls it made
+void watch_exit_on_this_thread() {
+  thread_local ExitSentinel sentinel;
+  (void)&sentinel;  // made (and its destructor registered) on this thread's first call
+}
+// After a device opened for the first time: exit() from a thread other than main still drains
+// through atexit, registered after the driver's statics were built, so run before they go.
+void arm_exit_drain() {
+  watch_exit_on_this_thread();
+  std::atexit(drain_at_exit);
 }
 
 std::string available() {
@@ -111,7 +170,9 @@ Device Device::open(std::string_view name_in) {
       reg.open.erase(id);
       throw;
     }
+    arm_exit_drain();
   }
+  watch_exit_on_this_thread();  // (after the driver calls above: see ExitSentinel)
   return Device(d);
 }
 

@@ -344,6 +344,10 @@ namespace encore::detail {
 uint64_t var_arg_bits(const VarState& v, int64_t ivalue, double fvalue, DType as);
 bool check_launch(uint32_t dims, const size_t* gws, const size_t* lws, const char* what);
 void save_dirty_programs(DeviceImpl& d);
+// Process exit (device.cpp): once the exit drain has finished every open device's queue, exiting()
+// is true and backends make no more driver calls (the driver may have torn its own state down
+// before the statics that still hold encore objects are destroyed).
+bool exiting() noexcept;
 // DEBUG=2 line for an item that just ran.
 void debug_print_item(const ExecItem& item, uint32_t dims, const size_t* gws, const size_t* lws, uint64_t device_ns, double host_us);
 }  // namespace encore::detail

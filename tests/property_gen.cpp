@@ -182,7 +182,7 @@ struct Gen {
       std::vector<int> roots;
       for (int b : big)
         if (p.values[b].src != Value::view) roots.push_back(b);
-      if (!roots.empty()) return new_view(pick(roots), chance(0.5) ? 32 : 0, p.M);
+      if (!roots.empty()) return new_view(pick(roots), chance(0.5) ? p.align : 0, p.M);
     }
     return upload_temp(count);
   }
@@ -309,7 +309,7 @@ struct Gen {
     for (int b : big)
       if (p.values[b].src != Value::view) roots.push_back(b);
     if (roots.empty() || !o.allow_views) return elementwise();
-    new_view(pick(roots), chance(0.5) ? 32 : 0, p.M);
+    new_view(pick(roots), chance(0.5) ? p.align : 0, p.M);
   }
 
   // ---- features ----
@@ -318,7 +318,7 @@ struct Gen {
     int w = new_state(Ty::f32, cw, rand_floats(cw));
     protect.push_back(w);
     int src = w;
-    if (cw == p.N && o.allow_views && chance(0.3)) src = new_view(w, 32, p.M);
+    if (cw == p.N && o.allow_views && chance(0.3)) src = new_view(w, p.align, p.M);
     int c = p.values[src].count;
     int t = new_temp(c);
     kernel(KId::table, {src, t}, {encore::Access::none, out_access()}, c, pickf({0.5f, 1.5f, -0.75f}));
@@ -441,8 +441,10 @@ struct Gen {
 
   void run() {
     static const int kN[] = {40, 45, 72, 101, 136, 200, 267, 299};
-    p.N = kN[rnd(0, 7)];
-    p.M = p.N - 32;
+    // N - M is one view alignment: a view of M at offset `align` fits in N (M as with 32)
+    p.align = std::max(o.view_align, 1);
+    p.N = kN[rnd(0, 7)] + std::max(p.align - 32, 0);
+    p.M = p.N - p.align;
     p.devices = std::max(o.devices, 1);
     int nin = rnd(1, 3);
     for (int i = 0; i < nin; ++i) {
@@ -605,6 +607,8 @@ int Prog::add_temp(int count, Ty ty, int dev) {
   ops.push_back(op);
   return id;
 }
+
+int view_align(const encore::Device& d) { return d ? std::max(32, static_cast<int>(d.info().base_align_bytes / 4)) : 32; }
 
 int Prog::add_view(int base, int off, int count) {
   Value v;
@@ -790,17 +794,18 @@ RunResult run_device(const Prog& p, const std::vector<encore::Device>& dev_list,
   st.vars.push_back(encore::Variable::f32("fv", -4.0, 4.0));
   std::vector<std::vector<encore::Buffer>> sets(kSets);
   std::vector<encore::Buffer> rings;
+  const size_t al = static_cast<size_t>(p.align);
   for (size_t i = 0; i < p.input_vals.size() && p.ring_inputs; ++i) {
     const Value& in = p.values[static_cast<size_t>(p.input_vals[i])];
-    size_t stride = (static_cast<size_t>(in.count) + 31) / 32 * 32;
-    rings.push_back(devs.of(in.dev).alloc(encore::DType::f32, stride * kSets + 32));
+    size_t stride = (static_cast<size_t>(in.count) + al - 1) / al * al;
+    rings.push_back(devs.of(in.dev).alloc(encore::DType::f32, stride * kSets + al));
   }
   for (int s = 0; s < kSets; ++s)
     for (size_t i = 0; i < p.input_vals.size(); ++i) {
       size_t count = static_cast<size_t>(p.values[static_cast<size_t>(p.input_vals[i])].count);
-      // ring: set s at element 32 + s * stride, backwards for odd inputs, so offsets differ per call
-      size_t stride = (count + 31) / 32 * 32, slot = i % 2 ? static_cast<size_t>(kSets - 1 - s) : static_cast<size_t>(s);
-      encore::Buffer b = p.ring_inputs ? rings[i].view(32 + slot * stride, count)
+      // ring: set s at element align + s * stride, backwards for odd inputs, so offsets differ per call
+      size_t stride = (count + al - 1) / al * al, slot = i % 2 ? static_cast<size_t>(kSets - 1 - s) : static_cast<size_t>(s);
+      encore::Buffer b = p.ring_inputs ? rings[i].view(al + slot * stride, count)
                                        : devs.of(p.values[static_cast<size_t>(p.input_vals[i])].dev).alloc(encore::DType::f32, count);
       b.copyin_bytes(p.input_sets[static_cast<size_t>(s)][i].data(), p.input_sets[static_cast<size_t>(s)][i].size() * 4);
       sets[static_cast<size_t>(s)].push_back(b);

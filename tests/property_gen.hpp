@@ -60,6 +60,7 @@ struct Prog {
   uint64_t seed = 0;
   int N = 0, M = 0;
   int devices = 1;                          // values spread over devices 0..devices-1
+  int align = 32;                           // view offsets are multiples of this many elements
   std::vector<Value> values;
   std::vector<int> input_vals, state_vals;  // value ids per input / state
   std::vector<Op> ops;
@@ -93,8 +94,13 @@ struct GenOptions {
   // device of its buffers (all on one device), and data moves between devices by cross-device
   // copies (items too). 1: everything on one device (the same programs as before for a seed).
   int devices = 1;
+  // View offsets are multiples of this many 4-byte elements: the device's base alignment / 4 (32
+  // on PoCL's 128 bytes; GPUs report 512 or more). 32 gives the same programs as before for a seed.
+  int view_align = 32;
 };
 Prog generate(uint64_t seed, const GenOptions& o = {});
+// GenOptions::view_align for views on `d` (32 for a null Device).
+int view_align(const encore::Device& d);
 
 // ---- results ------------------------------------------------------------------------------------
 using Words = std::vector<uint32_t>;

@@ -3,6 +3,7 @@
 // device and on NULL.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 
@@ -15,7 +16,12 @@ using encore_test::DeviceTest;
 
 namespace {
 
-class BufferTest : public DeviceTest {};
+// Views start at multiples of the device's base alignment (128 bytes on PoCL, 512 or more on
+// GPUs): `a` is that alignment in 4-byte elements, and every view offset below is a multiple of it.
+class BufferTest : public DeviceTest {
+ protected:
+  size_t a() const { return dev.info().base_align_bytes / 4; }
+};
 
 // A deterministic, non-trivial value of host type T for element i (covers negative values and
 // high bits).
@@ -126,9 +132,9 @@ TEST_P(BufferTest, BadConstructionAndNullHandles) {
 }
 
 TEST_P(BufferTest, LazyAllocation) {
-  Buffer b = dev.alloc<int32_t>(100);
+  Buffer b = dev.alloc<int32_t>(a() + 68);
   EXPECT_FALSE(b.allocated());
-  Buffer v = b.view(32, 32);
+  Buffer v = b.view(a(), 32);
   EXPECT_FALSE(v.allocated());
   v.copyin(std::vector<int32_t>(32, 7));
   EXPECT_TRUE(b.allocated());
@@ -136,46 +142,46 @@ TEST_P(BufferTest, LazyAllocation) {
 }
 
 TEST_P(BufferTest, ViewsShareStorage) {
-  const size_t n = 1024;
+  const size_t a = this->a(), n = 8 * a;
   Buffer x = dev.alloc<float>(n);
   x.set_name("x");
   std::vector<float> host(n);
   std::iota(host.begin(), host.end(), 0.f);
   x.copyin(host);
 
-  Buffer v = x.view(64, 128);  // byte 256: aligned to 128
+  Buffer v = x.view(2 * a, 4 * a);  // two alignments in
   EXPECT_TRUE(v.is_view());
   EXPECT_FALSE(x.is_view());
-  EXPECT_EQ(v.offset(), 256u);
-  EXPECT_EQ(v.count(), 128u);
-  EXPECT_EQ(v.nbytes(), 512u);
+  EXPECT_EQ(v.offset(), 8 * a);
+  EXPECT_EQ(v.count(), 4 * a);
+  EXPECT_EQ(v.nbytes(), 16 * a);
   EXPECT_EQ(v.base(), x);
   EXPECT_EQ(v.device(), dev);
   EXPECT_EQ(v.name(), "x");
-  EXPECT_NE(v.describe().find("view at byte 256"), std::string::npos) << v.describe();
+  EXPECT_NE(v.describe().find("view at byte " + std::to_string(8 * a)), std::string::npos) << v.describe();
   std::vector<float> got = v.copyout<float>();
-  for (size_t i = 0; i < 128; ++i) ASSERT_EQ(got[i], static_cast<float>(64 + i));
+  for (size_t i = 0; i < 4 * a; ++i) ASSERT_EQ(got[i], static_cast<float>(2 * a + i));
 
   // a write through the view lands in the base, and nowhere else
-  v.copyin(std::vector<float>(128, -1.f));
+  v.copyin(std::vector<float>(4 * a, -1.f));
   std::vector<float> all = x.copyout<float>();
-  for (size_t i = 0; i < n; ++i) ASSERT_EQ(all[i], (i >= 64 && i < 192) ? -1.f : static_cast<float>(i)) << i;
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(all[i], (i >= 2 * a && i < 6 * a) ? -1.f : static_cast<float>(i)) << i;
 
   // a view of a view is a view of the base, offsets added
-  Buffer vv = v.view(32, 64);
-  EXPECT_EQ(vv.offset(), 256u + 128u);
+  Buffer vv = v.view(a, 2 * a);
+  EXPECT_EQ(vv.offset(), 8 * a + 4 * a);
   EXPECT_EQ(vv.base(), x);
-  vv.copyin(std::vector<float>(64, 5.f));
+  vv.copyin(std::vector<float>(2 * a, 5.f));
   all = x.copyout<float>();
   for (size_t i = 0; i < n; ++i) {
-    float want = (i >= 96 && i < 160) ? 5.f : (i >= 64 && i < 192) ? -1.f : static_cast<float>(i);
+    float want = (i >= 3 * a && i < 5 * a) ? 5.f : (i >= 2 * a && i < 6 * a) ? -1.f : static_cast<float>(i);
     ASSERT_EQ(all[i], want) << i;
   }
 
   // overlap is over storage
   EXPECT_TRUE(v.overlaps(x));
   EXPECT_TRUE(vv.overlaps(v));
-  EXPECT_FALSE(x.view(0, 32).overlaps(x.view(32, 32)));
+  EXPECT_FALSE(x.view(0, a).overlaps(x.view(a, a)));
   EXPECT_FALSE(x.overlaps(dev.alloc<float>(n)));
 
   // a full-size view of the same type is the buffer itself
@@ -183,40 +189,41 @@ TEST_P(BufferTest, ViewsShareStorage) {
 }
 
 TEST_P(BufferTest, ViewAsReinterpretsBytes) {
-  Buffer x = dev.alloc<float>(256);
-  std::vector<float> host(256);
+  const size_t a = this->a(), n = 8 * a, align = 4 * a;
+  Buffer x = dev.alloc<float>(n);
+  std::vector<float> host(n);
   for (size_t i = 0; i < host.size(); ++i) host[i] = 0.5f * static_cast<float>(i) - 3.f;
   x.copyin(host);
-  Buffer u = x.view_as(DType::u32, 128, 64);  // floats 32..95 as bits
+  Buffer u = x.view_as(DType::u32, align, 2 * a);  // floats a..3a as bits
   EXPECT_EQ(u.dtype(), DType::u32);
-  EXPECT_EQ(u.offset(), 128u);
+  EXPECT_EQ(u.offset(), align);
   std::vector<uint32_t> bits = u.copyout<uint32_t>();
-  for (size_t i = 0; i < 64; ++i) {
+  for (size_t i = 0; i < 2 * a; ++i) {
     uint32_t want;
-    std::memcpy(&want, &host[32 + i], 4);
+    std::memcpy(&want, &host[a + i], 4);
     ASSERT_EQ(bits[i], want) << i;
   }
-  Buffer bytes = x.view_as(DType::u8, 0, 1024);  // all bytes: a view (dtype differs), not x itself
+  Buffer bytes = x.view_as(DType::u8, 0, 4 * n);  // all bytes: a view (dtype differs), not x itself
   EXPECT_TRUE(bytes.is_view());
   std::vector<uint8_t> b = bytes.copyout<uint8_t>();
-  EXPECT_EQ(std::memcmp(b.data(), host.data(), 1024), 0);
+  EXPECT_EQ(std::memcmp(b.data(), host.data(), 4 * n), 0);
   // writes through a reinterpreting view are visible as floats
   float one = 1.f;
   uint32_t one_bits;
   std::memcpy(&one_bits, &one, 4);
-  u.view(0, 32).copyin(std::vector<uint32_t>(32, one_bits));
+  u.view(0, a).copyin(std::vector<uint32_t>(a, one_bits));
   std::vector<float> f = x.copyout<float>();
-  for (size_t i = 0; i < 256; ++i) ASSERT_EQ(f[i], (i >= 32 && i < 64) ? 1.f : host[i]) << i;
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(f[i], (i >= a && i < 2 * a) ? 1.f : host[i]) << i;
   // view of a reinterpreting view, back to float
-  Buffer back = u.view_as(DType::f32, 128, 16);  // byte 128 + 128 into x: floats 64..79
-  EXPECT_EQ(back.offset(), 256u);
+  Buffer back = u.view_as(DType::f32, align, a / 2);  // byte 2 * align into x: floats 2a..2.5a
+  EXPECT_EQ(back.offset(), 2 * align);
   std::vector<float> bf = back.copyout<float>();
-  for (size_t i = 0; i < 16; ++i) ASSERT_EQ(bf[i], host[64 + i]);
+  for (size_t i = 0; i < a / 2; ++i) ASSERT_EQ(bf[i], host[2 * a + i]);
 }
 
 TEST_P(BufferTest, MisalignedAndOutOfRangeViewsThrow) {
-  Buffer x = dev.alloc<float>(1024);
-  const size_t align = dev.info().base_align_bytes;
+  const size_t align = dev.info().base_align_bytes, n = std::max<size_t>(1024, align);
+  Buffer x = dev.alloc<float>(n);
   ASSERT_GT(align, 4u);
   try {
     (void)x.view(1, 16);
@@ -228,37 +235,38 @@ TEST_P(BufferTest, MisalignedAndOutOfRangeViewsThrow) {
   }
   EXPECT_THROW((void)x.view_as(DType::u8, 4, 16), ArgumentError);
   // a view of an aligned view must itself be aligned in the base storage
-  Buffer v = x.view(align / 4, 64);
+  Buffer v = x.view(align / 4, 2 * align / 4);
   EXPECT_THROW((void)v.view(1, 4), ArgumentError);
   EXPECT_NO_THROW((void)v.view(align / 4, 4));
   // out of range, empty
-  EXPECT_THROW((void)x.view(1024 - 32, 64), ArgumentError);
+  EXPECT_THROW((void)x.view(n - align / 4, 2 * align / 4), ArgumentError);  // aligned, past the end
   EXPECT_THROW((void)x.view(0, 0), ArgumentError);
-  EXPECT_THROW((void)x.view(0, 1025), ArgumentError);
-  EXPECT_THROW((void)x.view_as(DType::f64, 0, 513), ArgumentError);
+  EXPECT_THROW((void)x.view(0, n + 1), ArgumentError);
+  EXPECT_THROW((void)x.view_as(DType::f64, 0, n / 2 + 1), ArgumentError);
   // the buffer is still fine after the failures
-  x.copyin(std::vector<float>(1024, 3.f));
-  EXPECT_EQ(x.copyout<float>()[1023], 3.f);
+  x.copyin(std::vector<float>(n, 3.f));
+  EXPECT_EQ(x.copyout<float>()[n - 1], 3.f);
 }
 
 TEST_P(BufferTest, ViewKeepsStorageAlive) {
   Buffer v;
   {
-    Buffer x = dev.alloc<int32_t>(256);
-    std::vector<int32_t> h(256);
+    Buffer x = dev.alloc<int32_t>(4 * a() + 128);
+    std::vector<int32_t> h(4 * a() + 128);
     std::iota(h.begin(), h.end(), 100);
     x.copyin(h);
-    v = x.view(128, 64);
+    v = x.view(4 * a(), 64);
   }
   std::vector<int32_t> got = v.copyout<int32_t>();
-  for (size_t i = 0; i < 64; ++i) ASSERT_EQ(got[i], static_cast<int32_t>(228 + i));
+  for (size_t i = 0; i < 64; ++i) ASSERT_EQ(got[i], static_cast<int32_t>(100 + 4 * a() + i));
 }
 
 TEST_P(BufferTest, VersionsBumpOnWrites) {
-  Buffer x = dev.alloc<float>(256);
-  Buffer y = dev.alloc<float>(256);
+  const size_t n = std::max<size_t>(256, 2 * a());
+  Buffer x = dev.alloc<float>(n);
+  Buffer y = dev.alloc<float>(n);
   uint64_t v0 = x.version();
-  x.copyin(std::vector<float>(256, 1.f));
+  x.copyin(std::vector<float>(n, 1.f));
   uint64_t v1 = x.version();
   EXPECT_GT(v1, v0);
   (void)x.copyout<float>();
@@ -267,7 +275,7 @@ TEST_P(BufferTest, VersionsBumpOnWrites) {
   uint64_t v2 = x.version();
   EXPECT_GT(v2, v1);
   // a write through a view bumps the storage, seen through every handle of it
-  Buffer v = x.view(32, 32);
+  Buffer v = x.view(a(), 32);
   v.copyin(std::vector<float>(32, 2.f));
   EXPECT_GT(x.version(), v2);
   EXPECT_EQ(v.version(), x.version());
@@ -282,28 +290,30 @@ TEST_P(BufferTest, VersionsBumpOnWrites) {
 }
 
 TEST_P(BufferTest, CopiesBetweenViewsOfOneBuffer) {
-  Buffer x = dev.alloc<int32_t>(512);
-  std::vector<int32_t> h(512);
+  const size_t a = this->a(), n = 16 * a;
+  Buffer x = dev.alloc<int32_t>(n);
+  std::vector<int32_t> h(n);
   std::iota(h.begin(), h.end(), 0);
   x.copyin(h);
-  dev.copy(x.view(256, 128), x.view(0, 128));  // disjoint ranges
+  dev.copy(x.view(8 * a, 4 * a), x.view(0, 4 * a));  // disjoint ranges
   std::vector<int32_t> got = x.copyout<int32_t>();
-  for (size_t i = 0; i < 512; ++i) ASSERT_EQ(got[i], (i >= 256 && i < 384) ? static_cast<int32_t>(i - 256) : static_cast<int32_t>(i)) << i;
+  for (size_t i = 0; i < n; ++i)
+    ASSERT_EQ(got[i], (i >= 8 * a && i < 12 * a) ? static_cast<int32_t>(i - 8 * a) : static_cast<int32_t>(i)) << i;
   // sizes must match, in bytes
-  EXPECT_THROW(dev.copy(x.view(0, 64), x.view(256, 32)), ArgumentError);
+  EXPECT_THROW(dev.copy(x.view(0, 2 * a), x.view(8 * a, a)), ArgumentError);
   // a copy across dtypes of equal byte size is allowed (bytes are bytes)
-  Buffer f = dev.alloc<float>(512);
+  Buffer f = dev.alloc<float>(n);
   dev.copy(f, x);
   {  // copies move bytes on every device, NULL included
     std::vector<float> fb = f.copyout<float>();
     std::vector<int32_t> xb = x.copyout<int32_t>();
-    ASSERT_EQ(std::memcmp(fb.data(), xb.data(), 512 * 4), 0) << "the copy across dtypes must move the bytes unchanged";
+    ASSERT_EQ(std::memcmp(fb.data(), xb.data(), n * 4), 0) << "the copy across dtypes must move the bytes unchanged";
   }
   EXPECT_THROW(dev.copy(Buffer{}, x), ArgumentError);
   // overlapping ranges are an error on every device (OpenCL cannot do them), naming both sides
   got = x.copyout<int32_t>();
   try {
-    dev.copy(x.view(32, 128), x.view(0, 128));
+    dev.copy(x.view(a, 4 * a), x.view(0, 4 * a));
     FAIL() << "overlapping copy accepted";
   } catch (const ArgumentError& e) {
     EXPECT_NE(std::string(e.what()).find("overlap"), std::string::npos) << e.what();

@@ -17,6 +17,7 @@
 #include "encore/encore.hpp"
 #include "encore/opencl.hpp"
 #include "jit_env.hpp"
+#include "../src/opencl/cl_queue.hpp"  // header-only, <CL/cl.h> alone
 
 using encore::Buffer;
 using encore::Device;
@@ -242,8 +243,7 @@ TEST(Profile, TraceListsEveryReplayedItemWithDeviceTimes) {
   NEED_CL();
   Device def = Device::open();
   cl_int err = CL_SUCCESS;
-  cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_PROFILING_ENABLE, 0};
-  cl_command_queue q = clCreateCommandQueueWithProperties(encore::opencl::context(def), encore::opencl::device_id(def), props, &err);
+  cl_command_queue q = encore::cl::create_queue(encore::opencl::context(def), encore::opencl::device_id(def), CL_QUEUE_PROFILING_ENABLE, &err);
   ASSERT_EQ(err, CL_SUCCESS);
   Device dev = encore::opencl::adopt(q);
   clReleaseCommandQueue(q);

@@ -6,6 +6,7 @@
 #include "encore/encore.hpp"
 #include "test_util.hpp"
 #include "encore/opencl.hpp"
+#include "../src/opencl/cl_queue.hpp"  // header-only, <CL/cl.h> alone
 
 namespace {
 
@@ -22,8 +23,7 @@ struct Engine {
     if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 1, &dev, &n) != CL_SUCCESS || n == 0) return;
     cl_int err;
     ctx = clCreateContext(nullptr, 1, &dev, nullptr, nullptr, &err);
-    cl_queue_properties qp[] = {CL_QUEUE_PROPERTIES, props, 0};
-    q = clCreateCommandQueueWithProperties(ctx, dev, qp, &err);
+    q = encore::cl::create_queue(ctx, dev, props, &err);
     ok = err == CL_SUCCESS;
   }
   ~Engine() {

@@ -148,6 +148,8 @@ struct SeedOutcome {
 prop::GenOptions gen_options(uint64_t seed, int devices = 1) {
   prop::GenOptions o;
   o.devices = devices;
+  static const int align = prop::view_align(cl_device());  // view offsets the OpenCL device accepts
+  o.view_align = align;
   if (seed % 4 == 3) o.min_ops = 16, o.max_ops = 32;
   return o;
 }
@@ -347,7 +349,7 @@ Counts structure_on_null(const std::vector<encore::Device>& devs, uint64_t base,
   int shown = 0;
   Counts c;
   for (uint64_t seed : ss) {
-    Prog p = prop::generate(seed + base, {8, 40, true, ndev});
+    Prog p = prop::generate(seed + base, {8, 40, true, ndev, prop::view_align(devs[0])});
     std::vector<prop::RefItem> items = prop::reference_items(p);
     std::vector<bool> ref_one = prop::reference_one_time(items);
     for (auto [prune, plan] : {std::pair{true, true}, std::pair{false, false}}) {

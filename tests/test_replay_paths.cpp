@@ -16,6 +16,7 @@
 #include "encore/encore.hpp"
 #include "encore/opencl.hpp"
 #include "jit_env.hpp"
+#include "../src/opencl/cl_queue.hpp"  // header-only, <CL/cl.h> alone
 
 using encore::BoundVar;
 using encore::Buffer;
@@ -259,8 +260,7 @@ TEST(ReplayPaths, RunAndWaitReportsDeviceTimeOnProfilingQueues) {
   cl_int err = CL_SUCCESS;
   cl_context ctx = encore::opencl::context(def);
   cl_device_id id = encore::opencl::device_id(def);
-  cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_PROFILING_ENABLE, 0};
-  cl_command_queue q = clCreateCommandQueueWithProperties(ctx, id, props, &err);
+  cl_command_queue q = encore::cl::create_queue(ctx, id, CL_QUEUE_PROFILING_ENABLE, &err);
   ASSERT_EQ(err, CL_SUCCESS);
   Device prof = encore::opencl::adopt(q);
   clReleaseCommandQueue(q);

@@ -232,6 +232,7 @@ class ClProgram final : public BackendProgram {
     return std::make_unique<ClKernel>(std::move(k), name, std::max<size_t>(max_wg, 1), local_bytes);
   }
   std::vector<unsigned char> binary() override {
+    if (exiting()) return {};  // the exit drain stored what changed; the driver may be gone now
     cl_uint nd = 0;
     cl::check(clGetProgramInfo(p_.get(), CL_PROGRAM_NUM_DEVICES, sizeof nd, &nd, nullptr), "clGetProgramInfo");
     std::vector<cl_device_id> devs(nd);
@@ -307,7 +308,7 @@ class ClDevice final : public DeviceImpl {
     profiling = (qp & CL_QUEUE_PROFILING_ENABLE) != 0;
   }
   ~ClDevice() override {
-    if (q_) clFinish(q_.get());
+    if (q_ && !exiting()) clFinish(q_.get());
     allocator.reset();  // return cached memory while the context is alive
   }
 
@@ -321,7 +322,10 @@ class ClDevice final : public DeviceImpl {
     cl::check(err, "clCreateBuffer", std::to_string(bytes) + " bytes on " + info.id);
     return cl::native(m);
   }
-  void raw_free(NativeMem* mem) override { clReleaseMemObject(cl::mem(mem)); }
+  // (after the exit drain, memory is left to the process's end: see cl::Handle::reset)
+  void raw_free(NativeMem* mem) override {
+    if (!exiting()) clReleaseMemObject(cl::mem(mem));
+  }
   NativeMem* make_view(NativeMem* root, size_t offset, size_t bytes) override {
     cl_buffer_region r{offset, bytes};
     cl_int err = CL_SUCCESS;
@@ -329,7 +333,9 @@ class ClDevice final : public DeviceImpl {
     cl::check(err, "clCreateSubBuffer", std::to_string(bytes) + " bytes at offset " + std::to_string(offset));
     return cl::native(m);
   }
-  void free_view(NativeMem* v) override { clReleaseMemObject(cl::mem(v)); }
+  void free_view(NativeMem* v) override {
+    if (!exiting()) clReleaseMemObject(cl::mem(v));
+  }
   void write(NativeMem* root, size_t off, const void* src, size_t n, bool blocking) override {
     if (cl_int st = clEnqueueWriteBuffer(queue(), cl::mem(root), blocking ? CL_TRUE : CL_FALSE, off, n, src, 0, nullptr, nullptr);
         st != CL_SUCCESS)
@@ -418,8 +424,13 @@ class ClDevice final : public DeviceImpl {
         *device_ns = 0;
     }
   }
-  void finish() override { cl::check(clFinish(queue()), "clFinish", info.id); }
-  void flush() override { clFlush(queue()); }
+  // after the exit drain the queue is empty but for work enqueued since, which exit abandons
+  void finish() override {
+    if (!exiting()) cl::check(clFinish(queue()), "clFinish", info.id);
+  }
+  void flush() override {
+    if (!exiting()) clFlush(queue());
+  }
   NativeEvent* enqueue_marker() override {
     cl_event ev = nullptr;
     cl::check(clEnqueueMarkerWithWaitList(queue(), 0, nullptr, &ev), "clEnqueueMarkerWithWaitList", info.id);
@@ -438,7 +449,9 @@ class ClDevice final : public DeviceImpl {
     return st == CL_COMPLETE;
   }
   void retain_event(NativeEvent* ev) override { cl::check(clRetainEvent(reinterpret_cast<cl_event>(ev)), "clRetainEvent", info.id); }
-  void release_event(NativeEvent* ev) noexcept override { clReleaseEvent(reinterpret_cast<cl_event>(ev)); }
+  void release_event(NativeEvent* ev) noexcept override {
+    if (!exiting()) clReleaseEvent(reinterpret_cast<cl_event>(ev));
+  }
   void enqueue_wait(std::span<const Event> events) override {
     // events of this context become a barrier on the queue; any other is waited for on the host
     std::vector<cl_event> same;
@@ -579,10 +592,9 @@ class ClDevice final : public DeviceImpl {
  private:
   void open_queue() {
     profiling = debug_level() >= 2 || env_flag("ENCORE_PROFILING", false) || std::getenv("ENCORE_PROFILE") != nullptr;
-    cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, profiling ? static_cast<cl_queue_properties>(CL_QUEUE_PROFILING_ENABLE) : 0, 0};
     cl_int err = CL_SUCCESS;
-    q_ = cl::Queue(clCreateCommandQueueWithProperties(ctx_->ctx.get(), dev_, props, &err));
-    cl::check(err, "clCreateCommandQueueWithProperties", info.id);
+    q_ = cl::Queue(cl::create_queue(ctx_->ctx.get(), dev_, profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &err));
+    cl::check(err, "clCreateCommandQueue", info.id);
   }
   static std::string kernel_str(cl_kernel k, cl_kernel_info what) {
     size_t n = 0;

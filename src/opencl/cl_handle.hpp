@@ -5,9 +5,13 @@
 #include <string>
 #include <utility>
 
+#include "cl_queue.hpp"
 #include "encore/error.hpp"
 
-namespace encore::detail { struct NativeMem; }
+namespace encore::detail {
+struct NativeMem;
+bool exiting() noexcept;  // device.cpp: once true, no driver call may be made
+}  // namespace encore::detail
 
 namespace encore::cl {
 
@@ -31,8 +35,10 @@ class Handle {
   Handle(const Handle&) = delete;
   Handle& operator=(const Handle&) = delete;
   ~Handle() { reset(); }
+  // During exit, after the exit drain, the object is left to the process's end: the driver may
+  // already have destroyed its own state (a static encore object is destroyed after it).
   void reset() noexcept {
-    if (h_) Release(h_);
+    if (h_ && !detail::exiting()) Release(h_);
     h_ = nullptr;
   }
   T get() const { return h_; }
