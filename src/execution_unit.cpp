@@ -16,8 +16,10 @@ using namespace detail;
 namespace detail {
 
 std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vector<Buffer> outputs,
-                                    UnitOptions opt, std::vector<BufferImpl*> internal, const std::vector<uint64_t>& capture_ids) {
+                                    UnitOptions opt, std::vector<BufferImpl*> internal, const std::vector<uint64_t>& capture_ids,
+                                    std::shared_ptr<ArenaPool> pool) {
   auto up = std::make_unique<UnitImpl>();
+  up->arena_pool = std::move(pool);
   UnitImpl& u = *up;
   TraceSpan plan_span("plan");
   u.plan = make_plan(std::move(items), std::move(inputs), std::move(outputs), opt, std::move(internal), capture_ids);
