@@ -316,6 +316,32 @@ void BM_stencil_hand(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(kSteps), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
+// ---- one unit per input signature: the lookup's cost ---------------------------------------------
+// On NULL (encore's own cost only): a one-kernel step called with inputs of S different sizes in
+// turn, S = 1, 2, 8 (each its own unit), per call. The difference to S = 1 is the signature lookup.
+void BM_signatures(benchmark::State& state) {
+  static encore::Device dev = encore::Device::open("NULL");
+  static encore::Kernel k = dev.compile(kSrc).kernel("chain");
+  const int S = static_cast<int>(state.range(0));
+  auto step = [](const encore::Buffer& x) {
+    encore::Buffer y = dev.alloc<float>(x.count());
+    dev.launch(k, {x.count()}, {}, x, y);
+    return y;
+  };
+  encore::TinyJit jit(step, encore::JitOptions{});
+  std::vector<encore::Buffer> xs;
+  for (int s = 0; s < S; ++s) xs.push_back(dev.alloc<float>(256 * (s + 1)));
+  for (int r = 0; r < 3; ++r)
+    for (const encore::Buffer& x : xs) jit(x);  // warm-up, capture, replay: every signature
+  if (jit.units().size() != static_cast<size_t>(S)) die("unexpected number of units");
+  int i = 0;
+  for (auto _ : state) {
+    const encore::Buffer& y = jit(xs[static_cast<size_t>(i)]);
+    benchmark::DoNotOptimize(&y);
+    i = i + 1 == S ? 0 : i + 1;
+  }
+}
+
 // ---- the summary table ---------------------------------------------------------------------------
 
 // Collects every iteration run (one per repetition) and prints medians with ratios at the end.
@@ -350,6 +376,11 @@ class SummaryReporter : public benchmark::ConsoleReporter {
         if (double sr = median(std::string("stencil_replay/") + arg); sr > 0)
           std::printf("launch-bound stencil %dx%d, one kernel per step: replay (%s) %s, hand %s per step, replay/hand %s\n", int(kGrid),
                       int(kGrid), what, fmt(sr * 1e6 / kSteps, " us").c_str(), fmt(sh * 1e6 / kSteps, " us").c_str(), fmt(sr / sh, "x").c_str());
+    if (double one = median("signatures/1"); one > 0)
+      for (const char* s : {"2", "8"})
+        if (double many = median(std::string("signatures/") + s); many > 0)
+          std::printf("NULL, one-kernel step over %s input signatures in turn: %s per call, %s more than one signature\n", s,
+                      fmt(many * 1e9, " ns").c_str(), fmt((many - one) * 1e9, " ns").c_str());
     std::printf("%-6s %6s %12s %12s %12s %12s %12s %12s %12s %12s %12s\n", "device", "K", "eager", "replay", "hand", "hand_sub", "replay/hand",
                 "eager/replay", "host replay", "host hand", "host r/h");
     for (const char* dev : {"CL", "NULL"})
@@ -400,6 +431,7 @@ int main(int argc, char** argv) {
       }
     }
   }
+  benchmark::RegisterBenchmark("signatures", BM_signatures)->Arg(1)->Arg(2)->Arg(8);
   if (have_cl) {
     benchmark::RegisterBenchmark("stencil_replay", BM_stencil_replay)->Arg(-1)->Arg(3)->Arg(0)->UseRealTime();
     benchmark::RegisterBenchmark("stencil_hand", BM_stencil_hand)->UseRealTime();

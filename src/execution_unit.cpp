@@ -16,13 +16,15 @@ using namespace detail;
 namespace detail {
 
 std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vector<Buffer> outputs,
-                                    UnitOptions opt, std::vector<BufferImpl*> internal, const std::vector<uint64_t>& capture_ids) {
-  // each replay in flight holds a marker per device: a garbage bound would allocate gigabytes
+                                    UnitOptions opt, std::vector<BufferImpl*> internal, const std::vector<uint64_t>& capture_ids,
+                                    std::shared_ptr<ArenaPool> pool) {
+  // each replay in flight holds an event per device: a garbage bound would allocate gigabytes
   constexpr uint32_t kMaxInFlight = 1024;
   if (opt.max_in_flight > kMaxInFlight)
     throw ArgumentError("UnitOptions::max_in_flight: at most " + std::to_string(kMaxInFlight) + " replays in flight (0: unbounded), found " +
                         std::to_string(opt.max_in_flight));
   auto up = std::make_unique<UnitImpl>();
+  up->arena_pool = std::move(pool);
   UnitImpl& u = *up;
   TraceSpan plan_span("plan");
   u.plan = make_plan(std::move(items), std::move(inputs), std::move(outputs), opt, std::move(internal), capture_ids);

@@ -170,7 +170,7 @@ void JitCore::end_capture(const std::vector<Buffer>& outs) {
     }
   }
   std::vector<BufferImpl*> internal = find_internal(items, rec->id);
-  auto impl = make_unit(std::move(items), args.buffers, outs, opt.unit(), std::move(internal), {rec->id});
+  auto impl = make_unit(std::move(items), args.buffers, outs, opt.unit(), std::move(internal), {rec->id}, pool);
   unit = UnitAccess::wrap(std::move(impl));
   outputs = outs;
   s_->out_src.assign(outs.size(), {});
@@ -301,6 +301,41 @@ void JitCore::verify_finish() {
     std::string d = first_difference(replay_outputs[i], s_->eager_out[i], got);
     if (!d.empty()) fail("output " + std::to_string(i), replay_outputs[i], d, frozen);
   }
+}
+
+void signature_of(const CallArgs& a, std::vector<SigPart>& out) {
+  out.resize(a.buffers.size() + a.vars.size());
+  size_t k = 0;
+  for (const Buffer& b : a.buffers) {
+    BufferImpl* i = b.impl();
+    out[k++] = i ? SigPart{i->dev.get(), i->count, static_cast<uint8_t>(i->dtype), static_cast<uint8_t>(i->base != nullptr)} : SigPart{};
+  }
+  for (const BoundVar& v : a.vars) out[k++] = SigPart{v.var.state(), v.var.is_float() ? 1u : 0u, 0, 2};
+}
+
+std::string describe_signature(const std::vector<SigPart>& sig) {
+  std::string s;
+  for (const SigPart& p : sig) {
+    if (!s.empty()) s += ", ";
+    if (p.kind == 2) {
+      s += std::string(p.count ? "float " : "") + "variable";
+      continue;
+    }
+    if (!p.what) {
+      s += "null buffer";
+      continue;
+    }
+    s += std::string(name(static_cast<DType>(p.dtype))) + "[" + std::to_string(p.count) + "]" + (p.kind == 1 ? " view" : "") + " on " +
+         static_cast<const DeviceImpl*>(p.what)->info.id;
+  }
+  return s.empty() ? "no inputs" : s;
+}
+
+std::shared_ptr<ArenaPool> make_arena_pool() { return std::make_shared<ArenaPool>(); }
+
+void jit_note(bool warning, const std::string& line) {
+  if (warning) log(LogLevel::warning, line);
+  else if (debug_level() >= 1) log(LogLevel::info, line);
 }
 
 void JitCore::reset() {

@@ -1,6 +1,14 @@
 #pragma once
 // TinyJit: wrap a step function; call 0 runs eagerly (warm-up), call 1 runs eagerly and records,
 // calls 2+ replay the recorded ExecutionUnit with the new call's inputs.
+// One unit per input signature: each Buffer argument's dtype, element count, device and whether it
+// is a view, and which Variables (and their kinds) the call passes. A call with a new signature
+// warms up and captures a unit of its own (calls are counted per signature); a known one replays
+// its unit. At most JitOptions::max_units units (default 8; the least recently used is dropped, an
+// ENCORE_DEBUG=1 line says so; a jit capturing more often than that within 100 calls warns once);
+// max_units = 1 is strict: inputs unlike the capture's are a JitError. The units of one jit share
+// one arena per device (only one of them runs at a time): memory is the largest unit's, not the sum.
+// A size that varies call to call belongs in a Variable, which never captures again.
 //
 //   auto step = encore::TinyJit([&](encore::Buffer x, encore::BoundVar t) {
 //     encore::Buffer y = dev.alloc(encore::DType::f32, x.count());
@@ -47,6 +55,7 @@
 // Movable (not while a call runs); not copyable.
 // Events: a call is ordinary work on its device's queue: dev.wait_for(events) before it orders it
 // after an engine's work, dev.marker() after it is its completion (ExecutionUnit::run does both).
+#include <algorithm>
 #include <any>
 #include <array>
 #include <cstring>
@@ -82,6 +91,9 @@ struct JitOptions {
   ENCORE_API static JitOptions from_env();
   uint32_t max_in_flight = 3;   // replays in flight at most (UnitOptions::max_in_flight)
   uint32_t min_items_in_flight = 64;  // short steps keep more replays in flight (UnitOptions::min_items_in_flight)
+  // One unit per input signature (see TinyJit), at most this many: past it the least recently used
+  // is dropped. 1: the strict behaviour, a call whose inputs differ from the capture is a JitError.
+  uint32_t max_units = 8;
   UnitOptions unit() const {
     UnitOptions u;
     u.prune = prune;
@@ -181,6 +193,21 @@ template <class T, class Fn> T map_outputs(const T& v, Fn& f) {
   }
 }
 
+// One input slot (or one Variable passed) of a call's signature: what a unit replays only for.
+struct SigPart {
+  const void* what = nullptr;  // buffers: the device; Variables: the variable
+  uint64_t count = 0;          // buffers: elements; Variables: 1 for a float variable
+  uint8_t dtype = 0, kind = 0; // kind: 0 a buffer, 1 a view, 2 a Variable
+  bool operator==(const SigPart&) const = default;
+};
+// `a`'s signature into `out` (reused: no allocation once it has grown), and its description.
+ENCORE_API void signature_of(const CallArgs& a, std::vector<SigPart>& out);
+ENCORE_API std::string describe_signature(const std::vector<SigPart>& sig);
+struct ArenaPool;  // the arenas the units of one TinyJit share (src/unit/unit.hpp)
+ENCORE_API std::shared_ptr<ArenaPool> make_arena_pool();
+// ENCORE_DEBUG=1 and warning lines of a TinyJit's unit cache.
+ENCORE_API void jit_note(bool warning, const std::string& line);
+
 // Non-template parts of TinyJit, in the library.
 class ENCORE_API JitCore {
  public:
@@ -216,6 +243,7 @@ class ENCORE_API JitCore {
   std::vector<Buffer> outputs;   // captured outputs, in collect_outputs order
   bool input_outputs = false;    // some output is (a view of) an input
   ExecutionUnit unit;
+  std::shared_ptr<ArenaPool> pool;  // shared with the jit's other units (null: an arena of its own)
 
  private:
   struct State;
@@ -229,73 +257,166 @@ ENCORE_API void copy_buffer_eager(const Buffer& dst, const Buffer& src);
 
 template <class F> class TinyJit {
  public:
-  explicit TinyJit(F fn, JitOptions opt = JitOptions::from_env()) : fn_(std::move(fn)), core_(opt) {}
+  explicit TinyJit(F fn, JitOptions opt = JitOptions::from_env())
+      : fn_(std::move(fn)), opt_(opt), pool_(detail::make_arena_pool()), capture_calls_(std::max<uint32_t>(opt.max_units, 1) + 1, 0) {}
   TinyJit(TinyJit&&) noexcept = default;
   TinyJit& operator=(TinyJit&&) = default;
 
-  // Runs one call: eager (calls 0, 1, or when disabled) or replay (2+). Returns the callable's
-  // outputs by value (handles: no allocation unless the result holds a std::vector); on replay these
-  // are the SAME buffers as the capture's, overwritten in place.
+  // Runs one call: eager (calls 0, 1 of its signature, or when disabled) or replay (2+). Returns the
+  // callable's outputs by value (handles: no allocation unless the result holds a std::vector); on
+  // replay these are the SAME buffers as the capture's, overwritten in place.
   template <class... A> std::invoke_result_t<F&, A&&...> operator()(A&&... a) {
     using R = std::invoke_result_t<F&, A&&...>;
     std::lock_guard<std::mutex> lock(*mu_);
-    core_.args.clear();
-    (detail::flatten(core_.args, a), ...);
+    args_.clear();
+    (detail::flatten(args_, a), ...);
     // eager runs of this call see this call's BoundVars, and only those (a Variable the call was
     // not passed is a JitError: replay could not see it)
-    BindingScope scope(core_.args.vars, true);
-    if (!core_.opt.enabled || detail::JitCore::capture_active()) return eager<R>(std::forward<A>(a)...);
-    if (core_.calls == 0) {
-      core_.begin_warmup();
+    BindingScope scope(args_.vars, true);
+    if (!opt_.enabled || detail::JitCore::capture_active()) return eager<R>(std::forward<A>(a)...);
+    Slot& s = select();
+    s.core.args = args_;  // (capacity reused: no allocation once grown)
+    if constexpr (std::is_void_v<R>) {
+      call<R>(s, std::forward<A>(a)...);
+      ++calls_;
+    } else {
+      R r = call<R>(s, std::forward<A>(a)...);
+      ++calls_;
+      return r;
+    }
+  }
+
+  // Drops every unit: the next call is call 0 again.
+  void reset() {
+    std::lock_guard<std::mutex> lock(*mu_);
+    slots_.clear();
+    last_ = nullptr;
+    calls_ = 0;
+  }
+  // Calls of the last call's signature that completed (0 after reset, or after a failed capture
+  // check: that signature starts over).
+  uint64_t calls() const { return last_ ? last_->core.calls : 0; }
+  // The unit of the last call's signature (empty before its call 2).
+  const ExecutionUnit& unit() const { return last_ ? last_->core.unit : empty_; }
+  ExecutionUnit& unit() { return last_ ? last_->core.unit : empty_; }
+  const JitOptions& options() const { return opt_; }
+  // The units held, most recently used first: each signature ("f32[1024] on CL:0, ...") with its
+  // calls so far and its unit (empty until that signature's call 2).
+  struct UnitEntry {
+    std::string signature;
+    uint64_t calls;
+    const ExecutionUnit* unit;
+  };
+  std::vector<UnitEntry> units() const {
+    std::vector<const Slot*> order;
+    for (const auto& s : slots_) order.push_back(s.get());
+    std::sort(order.begin(), order.end(), [](const Slot* x, const Slot* y) { return x->last_used > y->last_used; });
+    std::vector<UnitEntry> out;
+    for (const Slot* s : order) out.push_back({detail::describe_signature(s->sig), s->core.calls, &s->core.unit});
+    return out;
+  }
+
+ private:
+  // One input signature's capture: its own call count, unit and outputs.
+  struct Slot {
+    explicit Slot(const JitOptions& o) : core(o) {}
+    detail::JitCore core;
+    std::vector<detail::SigPart> sig;
+    uint64_t last_used = 0;
+    std::any result, captured;  // the capture's outputs; captured kept when some are inputs
+  };
+
+  // The slot of this call's signature: found (a short linear search, no allocation), or a new one,
+  // dropping the least recently used past max_units. max_units 1 keeps the one slot: its unit
+  // refuses other inputs with a JitError naming what differs.
+  Slot& select() {
+    detail::signature_of(args_, sig_);
+    ++tick_;
+    if (opt_.max_units <= 1 && !slots_.empty()) return touch(*slots_[0]);
+    for (auto& s : slots_)
+      if (s->sig == sig_) return touch(*s);
+    if (!slots_.empty() && slots_.size() >= opt_.max_units) {
+      auto lru = std::min_element(slots_.begin(), slots_.end(), [](const auto& x, const auto& y) { return x->last_used < y->last_used; });
+      detail::jit_note(false, "TinyJit: " + std::to_string(slots_.size()) + " units held (max_units): dropping the least recently used, for " +
+                                  detail::describe_signature((*lru)->sig));
+      if (last_ == lru->get()) last_ = nullptr;
+      slots_.erase(lru);
+    }
+    // thrashing: more new signatures than max_units within 100 calls
+    capture_calls_[capture_next_] = calls_ + 1;
+    capture_next_ = (capture_next_ + 1) % capture_calls_.size();
+    uint64_t oldest = capture_calls_[capture_next_];
+    if (!warned_ && oldest && calls_ + 1 - oldest < 100 && opt_.max_units > 1) {
+      warned_ = true;
+      detail::jit_note(true, "TinyJit: " + std::to_string(capture_calls_.size()) + " captures within " + std::to_string(calls_ + 1 - oldest + 1) +
+                                 " calls, more than max_units (" + std::to_string(opt_.max_units) + "): an input size changes every call: "
+                                 "make it a Variable (a size in a Variable never captures again), or raise max_units");
+    }
+    auto s = std::make_unique<Slot>(opt_);
+    s->sig = sig_;
+    s->core.pool = pool_;
+    slots_.push_back(std::move(s));
+    return touch(*slots_.back());
+  }
+  Slot& touch(Slot& s) {
+    s.last_used = tick_;
+    last_ = &s;
+    return s;
+  }
+
+  template <class R, class... A> R call(Slot& s, A&&... a) {
+    detail::JitCore& core = s.core;
+    if (core.calls == 0) {
+      core.begin_warmup();
       try {
         if constexpr (std::is_void_v<R>) {
           eager<R>(std::forward<A>(a)...);
-          core_.end_warmup({});
-          ++core_.calls;
+          core.end_warmup({});
+          ++core.calls;
           return;
         } else {
           R r = eager<R>(std::forward<A>(a)...);
-          if (core_.opt.check_closure) {
+          if (core.opt.check_closure) {
             std::vector<Buffer> outs;
             detail::collect_outputs(outs, r);
-            core_.end_warmup(outs);
+            core.end_warmup(outs);
           }
-          ++core_.calls;
+          ++core.calls;
           return r;
         }
       } catch (...) {
-        core_.abandon_warmup();
+        core.abandon_warmup();
         throw;
       }
     }
-    if (core_.calls == 1) {
-      core_.begin_capture();
+    if (core.calls == 1) {
+      core.begin_capture();
       try {
         if constexpr (std::is_void_v<R>) {
           std::invoke(fn_, std::forward<A>(a)...);
-          core_.end_capture({});
+          core.end_capture({});
         } else {
-          result_ = std::invoke(fn_, std::forward<A>(a)...);
+          s.result = std::invoke(fn_, std::forward<A>(a)...);
           std::vector<Buffer> outs;
-          detail::collect_outputs(outs, std::any_cast<R&>(result_));
-          core_.end_capture(outs);
+          detail::collect_outputs(outs, std::any_cast<R&>(s.result));
+          core.end_capture(outs);
         }
       } catch (...) {
-        core_.abandon_capture();
+        core.abandon_capture();
         throw;
       }
-      ++core_.calls;
+      ++core.calls;
       if constexpr (!std::is_void_v<R>) {
-        if (core_.input_outputs) captured_ = result_;
-        return deliver<R>();
+        if (core.input_outputs) s.captured = s.result;
+        return deliver<R>(s);
       } else {
         return;
       }
     }
-    core_.check_and_bind();
-    if (core_.verify_left > 0) {
-      --core_.verify_left;
-      core_.verify_begin();
+    core.check_and_bind();
+    if (core.verify_left > 0) {
+      --core.verify_left;
+      core.verify_begin();
       std::vector<Buffer> eager_outs;
       if constexpr (!std::is_void_v<R>) {
         R r = std::invoke(fn_, std::forward<A>(a)...);
@@ -303,41 +424,27 @@ template <class F> class TinyJit {
       } else {
         std::invoke(fn_, std::forward<A>(a)...);
       }
-      core_.verify_after_eager(eager_outs);
-      core_.replay();
-      core_.verify_finish();
+      core.verify_after_eager(eager_outs);
+      core.replay();
+      core.verify_finish();
     } else {
-      core_.replay();
+      core.replay();
     }
-    ++core_.calls;
-    if constexpr (!std::is_void_v<R>) return deliver<R>();
+    ++core.calls;
+    if constexpr (!std::is_void_v<R>) return deliver<R>(s);
   }
 
-  // Drops the capture: the next call is call 0 again.
-  void reset() {
-    std::lock_guard<std::mutex> lock(*mu_);
-    core_.reset();
-    result_.reset();
-    captured_.reset();
-  }
-  uint64_t calls() const { return core_.calls; }
-  // The captured unit (empty before call 2).
-  const ExecutionUnit& unit() const { return core_.unit; }
-  ExecutionUnit& unit() { return core_.unit; }
-  const JitOptions& options() const { return core_.opt; }
-
- private:
   template <class R, class... A> R eager(A&&... a) { return std::invoke(fn_, std::forward<A>(a)...); }
   // The outputs of a capture or replay call: outputs that are inputs follow this call's inputs;
   // with fresh_outputs, copies (the capture call too, so feeding a result back never aliases).
-  template <class R> R deliver() {
-    R& r = std::any_cast<R&>(result_);
-    if (core_.input_outputs) {
+  template <class R> R deliver(Slot& s) {
+    R& r = std::any_cast<R&>(s.result);
+    if (s.core.input_outputs) {
       size_t k = 0;
-      auto now = [&](const Buffer&) { return core_.output_now(k++); };
-      r = detail::map_outputs(std::any_cast<R&>(captured_), now);
+      auto now = [&](const Buffer&) { return s.core.output_now(k++); };
+      r = detail::map_outputs(std::any_cast<R&>(s.captured), now);
     }
-    if (core_.opt.fresh_outputs) {
+    if (s.core.opt.fresh_outputs) {
       auto copy = [](const Buffer& b) {
         Buffer c(b.device(), b.dtype(), b.count());
         copy_buffer_eager(c, b);
@@ -349,10 +456,18 @@ template <class F> class TinyJit {
   }
 
   F fn_;
-  detail::JitCore core_;
+  JitOptions opt_;
   std::unique_ptr<std::mutex> mu_ = std::make_unique<std::mutex>();  // behind a pointer: TinyJit moves
-  std::any result_, captured_;  // the capture's outputs; captured_ kept when some are inputs
+  std::shared_ptr<detail::ArenaPool> pool_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  Slot* last_ = nullptr;
+  detail::CallArgs args_;
+  std::vector<detail::SigPart> sig_;
+  uint64_t calls_ = 0, tick_ = 0;
+  std::vector<uint64_t> capture_calls_;  // the call numbers (1-based) of the last max_units + 1 new signatures
+  size_t capture_next_ = 0;
+  bool warned_ = false;
+  ExecutionUnit empty_;
 };
-
 
 }  // namespace encore

@@ -94,14 +94,30 @@ void set_var(UnitImpl& u, uint32_t slot, VarValue v) {
   for (uint32_t bi : bd->var_sizes[slot]) resolve_sizes(u.plan, bd->items[bi], u.vars, bd->items[bi].ld);
 }
 
+Buffer ArenaPool::get(const std::shared_ptr<DeviceImpl>& dev, uint64_t bytes) {
+  for (Buffer& a : arenas)
+    if (a.impl()->dev == dev) {
+      if (a.nbytes() >= bytes) return a;
+      a = Buffer(Device(dev), DType::u8, bytes);  // units bound to the smaller one let it go when they rebind
+      ++gen;
+      return a;
+    }
+  arenas.push_back(Buffer(Device(dev), DType::u8, bytes));
+  return arenas.back();
+}
+
 void bind_unit(UnitImpl& u) {
   const Plan& p = u.plan;
   auto bd = std::make_unique<Binding>();
   Binding& b = *bd;
   for (const Plan::Arena& a : p.arenas) {
-    b.arenas.push_back(Buffer(Device(a.dev), DType::u8, std::max<uint64_t>(a.bytes, 1)));
+    bool shared = u.arena_pool != nullptr;
+    for (const Buffer& earlier : b.arenas) shared = shared && earlier.impl()->dev != a.dev;  // one pool arena per device and unit
+    b.arenas.push_back(shared ? u.arena_pool->get(a.dev, std::max<uint64_t>(a.bytes, 1))
+                              : Buffer(Device(a.dev), DType::u8, std::max<uint64_t>(a.bytes, 1)));
     b.arenas.back().impl()->ensure_allocated();
   }
+  if (u.arena_pool) u.arena_gen = u.arena_pool->gen;
   // Temps placed at the same bytes share one view: each view is a sub-buffer, and PoCL's cost per
   // enqueue grows with the number of sub-buffers of a parent.
   std::map<std::tuple<uint32_t, uint64_t, DType, size_t>, Buffer> views;

@@ -212,6 +212,10 @@ void run_unit(UnitImpl& u) {
   static const bool debug = debug_level() >= 2;
   check_not_replaying(u, "run");
   ReplayMark mark(u);
+  if (u.bound && u.arena_pool && u.arena_gen != u.arena_pool->gen) {
+    u.wait_in_flight();  // its replays still read the smaller arena
+    u.bound.reset();
+  }
   if (!u.bound) bind_unit(u);
   if (!u.changed_slots.empty()) check_inputs(u);
   Binding& b = *u.bound;

@@ -168,6 +168,15 @@ struct Binding {
   NativeEvent** end_events = nullptr;
 };
 
+// The arenas of a TinyJit's units, one per device, shared: only one of its units runs at a time, and
+// each device's queue runs in order, so they may use the same bytes. An arena grows to the largest a
+// unit asks for; units bound to an older, smaller one rebind before their next run (`gen`).
+struct ArenaPool {
+  std::vector<Buffer> arenas;
+  uint64_t gen = 0;
+  Buffer get(const std::shared_ptr<DeviceImpl>& dev, uint64_t bytes);
+};
+
 struct UnitImpl {
   static UnitImpl& of(const ExecutionUnit& u);
   Plan plan;
@@ -188,6 +197,8 @@ struct UnitImpl {
   std::vector<NativeEvent*> in_flight;
   uint32_t in_flight_next = 0;
   uint32_t in_flight_depth = 0;          // replay slots in the ring (0: unbounded): UnitOptions' two bounds
+  std::shared_ptr<ArenaPool> arena_pool; // a TinyJit's shared arenas (null: arenas of its own)
+  uint64_t arena_gen = 0;                // the pool's generation when bound
   ~UnitImpl();
   // Waits for every replay still in flight (the unit's own work only, never a whole queue).
   void wait_in_flight() noexcept;
@@ -217,6 +228,7 @@ struct UnitAccess {
   static ExecutionUnit wrap(std::unique_ptr<UnitImpl> p);
 };
 std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vector<Buffer> outputs,
-                                    UnitOptions opt, std::vector<BufferImpl*> internal, const std::vector<uint64_t>& capture_ids);
+                                    UnitOptions opt, std::vector<BufferImpl*> internal, const std::vector<uint64_t>& capture_ids,
+                                    std::shared_ptr<ArenaPool> pool = {});
 
 }  // namespace encore::detail
