@@ -359,6 +359,10 @@ typedef struct encore_jit_options {
   int fresh_outputs; /* replay hands out fresh copies of the outputs */
   int verify;        /* check the first N replays against eager runs (ENCORE_VERIFY=N) */
   uint32_t max_in_flight; /* replays in flight at most (default 3; 0: unbounded; at most 1024) */
+  uint32_t max_units;     /* one captured unit per input signature (each input's dtype, count, device,
+                             view or not; the variables passed), at most this many, the least recently
+                             used dropped (default 8; 1: inputs unlike the capture's are an error) */
+  int check_closure;      /* compare call 0 with call 1 at capture (default 1; see encore/jit.hpp) */
 } encore_jit_options;
 
 /* The defaults, with the environment applied (ENCORE_JIT, ENCORE_VERIFY). */

@@ -300,6 +300,24 @@ template <class F> class TinyJit {
   const ExecutionUnit& unit() const { return last_ ? last_->core.unit : empty_; }
   ExecutionUnit& unit() { return last_ ? last_->core.unit : empty_; }
   const JitOptions& options() const { return opt_; }
+  // The unit a call with these arguments would replay, or null when it would run eagerly (its
+  // signature is new, or not captured yet, or the jit is off): for callers that order the call
+  // after events on the unit's queues.
+  template <class... A> const ExecutionUnit* unit_for(const A&... a) const {
+    std::lock_guard<std::mutex> lock(*mu_);
+    if (!opt_.enabled || detail::JitCore::capture_active() || slots_.empty()) return nullptr;
+    const Slot* s = slots_[0].get();
+    if (opt_.max_units > 1) {
+      detail::CallArgs args;
+      (detail::flatten(args, a), ...);
+      std::vector<detail::SigPart> sig;
+      detail::signature_of(args, sig);
+      s = nullptr;
+      for (const auto& x : slots_)
+        if (x->sig == sig) s = x.get();
+    }
+    return s && s->core.calls >= 2 ? &s->core.unit : nullptr;
+  }
   // The units held, most recently used first: each signature ("f32[1024] on CL:0, ...") with its
   // calls so far and its unit (empty until that signature's call 2).
   struct UnitEntry {

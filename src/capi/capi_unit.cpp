@@ -111,7 +111,7 @@ struct JitObj : Object {
   std::vector<encore_buffer> out_handles;
   std::vector<Buffer> out_bufs;
   std::vector<Device> eager_devices, unit_devices;
-  bool unit_devices_known = false;
+  const ExecutionUnit* unit_devices_of = nullptr;  // the unit unit_devices belong to
 
   ~JitObj() override {
     for (encore_buffer h : out_handles) release(h);
@@ -210,6 +210,10 @@ JitOptions to_jit_options(const encore_jit_options& o) {
   if (o.verify < 0) fail(ENCORE_ERROR_INVALID_ARGUMENT, "opt->verify: expected >= 0, found " + std::to_string(o.verify));
   j.verify = o.verify;
   j.max_in_flight = checked_in_flight(o.max_in_flight);
+  if (o.max_units < 1 || o.max_units > 1024)
+    fail(ENCORE_ERROR_INVALID_ARGUMENT, "opt->max_units: expected 1 to 1024 units (one per input signature), found " + std::to_string(o.max_units));
+  j.max_units = o.max_units;
+  j.check_closure = o.check_closure != 0;
   return j;
 }
 
@@ -442,7 +446,7 @@ encore_jit_options encore_jit_options_default(void) {
     j = JitOptions::from_env();
   } catch (...) {  // a malformed environment: the plain defaults
   }
-  return encore_jit_options{j.enabled, j.prune, j.plan, j.allow_copyout, j.fresh_outputs, j.verify, j.max_in_flight};
+  return encore_jit_options{j.enabled, j.prune, j.plan, j.allow_copyout, j.fresh_outputs, j.verify, j.max_in_flight, j.max_units, j.check_closure};
 }
 
 encore_status encore_jit_create(encore_step_fn fn, void* userdata, size_t num_outputs, const encore_jit_options* opt,
@@ -492,7 +496,12 @@ encore_status encore_jit_call(encore_jit jit, const encore_buffer* inputs, size_
     j->var_vals.clear();
     for (size_t i = 0; i < num_vars; ++i) j->var_vals.push_back(to_bound(vars[i], i));
 
-    bool replay = j->jit->options().enabled && j->jit->calls() >= 2 && !detail::JitCore::capture_active();
+    const ExecutionUnit* replaying = j->jit->unit_for(j->in_bufs, j->var_vals);  // this signature's unit, if captured
+    const bool replay = replaying != nullptr;
+    if (replay && replaying != j->unit_devices_of) {
+      j->unit_devices = devices_of(*replaying);
+      j->unit_devices_of = replaying;
+    }
     if (replay) {
       for (const Device& d : j->unit_devices) d.wait_for(waits);  // on the queues: no host wait
     } else {
@@ -508,10 +517,6 @@ encore_status encore_jit_call(encore_jit jit, const encore_buffer* inputs, size_
       ~Pop() { jits_running.pop_back(); }
     } pop;
     std::vector<Buffer> outs = (*j->jit)(j->in_bufs, j->var_vals);
-    if (!j->unit_devices_known && j->jit->unit()) {
-      j->unit_devices = devices_of(j->jit->unit());
-      j->unit_devices_known = true;
-    }
     publish_outputs(*j, outs, outputs);
     if (done_out) put(markers(replay ? j->unit_devices : j->eager_devices), done_out);
   });
@@ -533,7 +538,7 @@ encore_status encore_jit_reset(encore_jit jit) {
     auto lock = lock_idle(*j, "reset");
     j->jit->reset();
     j->unit_devices.clear();
-    j->unit_devices_known = false;
+    j->unit_devices_of = nullptr;
   });
 }
 

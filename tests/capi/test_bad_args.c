@@ -326,6 +326,12 @@ int main(void) {
     EXPECT_ERR(encore_jit_create(NULL, NULL, 1, NULL, &jit), ENCORE_ERROR_INVALID_ARGUMENT, "fn is NULL");
     EXPECT_ERR(encore_jit_create(ok_step, NULL, 1, NULL, NULL), ENCORE_ERROR_INVALID_ARGUMENT, "out is NULL");
     EXPECT_ERR(encore_jit_create(ok_step, NULL, 1, &neg, &jit), ENCORE_ERROR_INVALID_ARGUMENT, "verify");
+    neg = o;
+    neg.max_units = 0;
+    EXPECT_ERR(encore_jit_create(ok_step, NULL, 1, &neg, &jit), ENCORE_ERROR_INVALID_ARGUMENT, "max_units");
+    neg.max_units = 100000;
+    EXPECT_ERR(encore_jit_create(ok_step, NULL, 1, &neg, &jit), ENCORE_ERROR_INVALID_ARGUMENT, "max_units");
+    EXPECT_TRUE(o.max_units == 8 && o.check_closure == 1);
     REQUIRE_OK(encore_jit_create(ok_step, NULL, 1, NULL, &jit));
     EXPECT_ERR(encore_jit_destroy(NULL), ENCORE_ERROR_INVALID_HANDLE, NULL);
     EXPECT_ERR(encore_jit_call(NULL, &x, 1, NULL, 0, outs, 1, NULL, 0, NULL), ENCORE_ERROR_INVALID_HANDLE, NULL);
