@@ -40,7 +40,7 @@ export ENCORE_PROPERTY_SEEDS=${ENCORE_PROPERTY_SEEDS:-12}  # an interpreter: few
 # one to refuse): Oclgrind's API check reports it, and only there is that expected.
 # Names as Suite.Test, without a parameterised suite's "Instance/" prefix and "/param" suffix.
 API_ERRORS_EXPECTED='
-DeviceCl.LaunchBeyondMaxWorkGroupThrowsOpenCLError
+DeviceCl.LaunchTheDriverRefusesThrowsOpenCLError
 ProgramCl.CompileErrorCarriesTheLog
 ProgramCl.CorruptEntriesRecompileWithAWarning
 '

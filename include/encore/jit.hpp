@@ -308,13 +308,12 @@ template <class F> class TinyJit {
     if (!opt_.enabled || detail::JitCore::capture_active() || slots_.empty()) return nullptr;
     const Slot* s = slots_[0].get();
     if (opt_.max_units > 1) {
-      detail::CallArgs args;
-      (detail::flatten(args, a), ...);
-      std::vector<detail::SigPart> sig;
-      detail::signature_of(args, sig);
+      probe_args_.clear();
+      (detail::flatten(probe_args_, a), ...);
+      detail::signature_of(probe_args_, probe_sig_);
       s = nullptr;
       for (const auto& x : slots_)
-        if (x->sig == sig) s = x.get();
+        if (x->sig == probe_sig_) s = x.get();
     }
     return s && s->core.calls >= 2 ? &s->core.unit : nullptr;
   }
@@ -481,6 +480,8 @@ template <class F> class TinyJit {
   Slot* last_ = nullptr;
   detail::CallArgs args_;
   std::vector<detail::SigPart> sig_;
+  mutable detail::CallArgs probe_args_;  // unit_for's (under the lock; capacity reused)
+  mutable std::vector<detail::SigPart> probe_sig_;
   uint64_t calls_ = 0, tick_ = 0;
   std::vector<uint64_t> capture_calls_;  // the call numbers (1-based) of the last max_units + 1 new signatures
   size_t capture_next_ = 0;

@@ -1,6 +1,7 @@
 // Binding a plan to its devices: the arena, one kernel object per item with its arguments set,
 // the buffer every entry uses now, staging memory. Everything a replay needs is made here, so the
 // replay loop allocates nothing.
+#include <algorithm>
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -220,10 +221,14 @@ void bind_unit(UnitImpl& u) {
   }
   // the last replayed item on each device: when it is a kernel, its own event completes the replay
   // there (the queue is in order), so bounding work in flight costs no extra command
+  b.first_end = b.n_replay;
   for (size_t d = 0; d < p.devices.size(); ++d)
     for (uint32_t bi = b.n_replay; bi-- > 0;)
       if (b.items[bi].dev == p.devices[d].get()) {
-        if (b.items[bi].kind == ItemKind::kernel) b.items[bi].ends_device = static_cast<int32_t>(d);
+        if (b.items[bi].kind == ItemKind::kernel) {
+          b.items[bi].ends_device = static_cast<int32_t>(d);
+          b.first_end = std::min(b.first_end, bi);
+        }
         break;
       }
   // split-phase items

@@ -166,6 +166,7 @@ struct Binding {
   // this replay's in-flight slots ([device]) while the kernels marked ends_device take their own
   // events as the replay's completion; null: completion markers after the replay instead
   NativeEvent** end_events = nullptr;
+  uint32_t first_end = 0;  // the first bound item marked ends_device (n_replay: none)
 };
 
 // The arenas of a TinyJit's units, one per device, shared: only one of its units runs at a time, and
