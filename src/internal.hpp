@@ -322,6 +322,9 @@ struct TraceSpan {
 void trace_item(DeviceImpl& dev, NativeEvent* ev, const ExecItem& item, const char* phase, uint32_t dims, const size_t* gws);
 // A device time on the host's clock, given one reference instant read on both (src/profile.cpp).
 double device_to_host_us(uint64_t device_ns, uint64_t ref_device_ns, double ref_host_us);
+// One element of dtype `t` at `p` (little-endian bytes), printed for messages (dtype.cpp).
+std::string value_str(DType t, const void* p);
+
 // Sends a message to the log sink (encore/log.hpp); by default printed only at ENCORE_DEBUG >= 1.
 void log(LogLevel level, std::string_view message);
 bool env_flag(const char* name, bool dflt);

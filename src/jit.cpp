@@ -40,28 +40,6 @@ std::string scalar_str(const ScalarSeen& s) {
   return (s.kind == 'e' ? "enum value " : "") + std::to_string(v);
 }
 
-// Element `i` of a host copy, printed by dtype.
-std::string element_str(const std::vector<unsigned char>& b, DType t, size_t i) {
-  const unsigned char* p = b.data() + i * size(t);
-  auto get = [&](auto x) {
-    std::memcpy(&x, p, sizeof x);
-    return x;
-  };
-  switch (t) {
-    case DType::f32: return std::to_string(get(float{}));
-    case DType::f64: return std::to_string(get(double{}));
-    case DType::i8: return std::to_string(get(int8_t{}));
-    case DType::i16: return std::to_string(get(int16_t{}));
-    case DType::i32: return std::to_string(get(int32_t{}));
-    case DType::i64: return std::to_string(get(int64_t{}));
-    case DType::u8: return std::to_string(get(uint8_t{}));
-    case DType::u16: return std::to_string(get(uint16_t{}));
-    case DType::u32: return std::to_string(get(uint32_t{}));
-    case DType::u64: return std::to_string(get(uint64_t{}));
-    case DType::f16: return "f16 bits " + std::to_string(get(uint16_t{}));
-  }
-  return "?";
-}
 
 std::vector<unsigned char> read_all(const Buffer& b) {
   std::vector<unsigned char> v(b.nbytes());
@@ -83,7 +61,7 @@ std::string first_difference(const Buffer& b, const std::vector<unsigned char>& 
   size_t es = size(b.dtype());
   for (size_t i = 0; i < expect.size() / es; ++i)
     if (std::memcmp(expect.data() + i * es, got.data() + i * es, es) != 0)
-      return "element " + std::to_string(i) + ": eager " + element_str(expect, b.dtype(), i) + ", replay " + element_str(got, b.dtype(), i);
+      return "element " + std::to_string(i) + ": eager " + value_str(b.dtype(), expect.data() + i * es) + ", replay " + value_str(b.dtype(), got.data() + i * es);
   return "bytes differ";
 }
 

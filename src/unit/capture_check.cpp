@@ -146,27 +146,6 @@ std::vector<std::pair<uint32_t, uint32_t>> align_items(const std::vector<SeenIte
 
 namespace {
 
-std::string bits_str(DType t, uint64_t bits) {
-  auto get = [&](auto x) {
-    std::memcpy(&x, &bits, sizeof x);
-    return x;
-  };
-  switch (t) {
-    case DType::f32: return std::to_string(get(float{}));
-    case DType::f64: return std::to_string(get(double{}));
-    case DType::i8: return std::to_string(get(int8_t{}));
-    case DType::i16: return std::to_string(get(int16_t{}));
-    case DType::i32: return std::to_string(get(int32_t{}));
-    case DType::i64: return std::to_string(get(int64_t{}));
-    case DType::u8: return std::to_string(get(uint8_t{}));
-    case DType::u16: return std::to_string(get(uint16_t{}));
-    case DType::u32: return std::to_string(get(uint32_t{}));
-    case DType::u64: return std::to_string(get(uint64_t{}));
-    case DType::f16: return "f16 bits " + std::to_string(get(uint16_t{}));
-  }
-  return "?";
-}
-
 std::string size_str(const SeenSize& s) {
   if (!s.var) return std::to_string(s.add);
   std::string v = "\"" + s.var->name + "\"";
@@ -285,7 +264,7 @@ void check_same_step(const CallRecord& c0, const CallRecord& c1, const std::vect
           break;
         case Arg::Kind::scalar:
           if (x.dtype != y.dtype || x.bits != y.bits)
-            fail(arg_name(k), bits_str(x.dtype, x.bits), bits_str(y.dtype, y.bits), value_fix);
+            fail(arg_name(k), value_str(x.dtype, &x.bits), value_str(y.dtype, &y.bits), value_fix);
           break;
         case Arg::Kind::variable:
           if (x.var != y.var || x.dtype != y.dtype)
