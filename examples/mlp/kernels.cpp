@@ -73,15 +73,15 @@ __kernel void mlp_colsum(__global const float* A, __global float* S, int M, int 
 }
 
 __kernel void mlp_softmax_xent(__global const float* Z, __global const int* labels, __global float* dZ,
-                               __global float* loss, int classes, int stride, float scale) {
+                               __global float* loss, int row0, int classes, int stride, float scale) {
   const int r = get_global_id(0);
   const __global float* z = Z + r * stride;
   float mx = z[0];
   for (int c = 1; c < classes; ++c) mx = fmax(mx, z[c]);
   float sum = 0;
   for (int c = 0; c < classes; ++c) sum += exp(z[c] - mx);
-  const int y = labels[r];
-  loss[r] = log(sum) - (z[y] - mx);
+  const int y = labels[row0 + r];
+  loss[row0 + r] = log(sum) - (z[y] - mx);
   const float inv = 1.0f / sum;
   for (int c = 0; c < stride; ++c)
     dZ[r * stride + c] = c < classes ? (exp(z[c] - mx) * inv - (c == y ? 1.0f : 0.0f)) * scale : 0.0f;
@@ -181,10 +181,10 @@ void Kernels::colsum(const Buffer& A, const Buffer& S, int M, int N, const char*
   dev_.launch_args(colsum_, Sizes{size_t(N)}, Sizes{divisor_at_most(size_t(N), 64)}, {A, encore::out(S), M, N}, name);
 }
 
-void Kernels::softmax_xent(const Buffer& Z, const Buffer& labels, const Buffer& dZ, const Buffer& loss, int rows, int classes,
-                           int stride, float scale) const {
+void Kernels::softmax_xent(const Buffer& Z, const Buffer& labels, const Buffer& dZ, const Buffer& loss, int row0, int rows,
+                           int classes, int stride, float scale) const {
   dev_.launch_args(xent_, Sizes{size_t(rows)}, Sizes{divisor_at_most(size_t(rows), 64)},
-                   {Z, labels, encore::out(dZ), encore::out(loss), classes, stride, scale}, "softmax_xent");
+                   {Z, labels, encore::out(dZ), encore::out(loss), row0, classes, stride, scale}, "softmax_xent");
 }
 
 void Kernels::count_correct(const Buffer& Z, const Buffer& labels, const Buffer& correct, int rows, int classes, int stride) const {

@@ -36,9 +36,10 @@ class Kernels {
   void gemm_tn(const encore::Buffer& A, const encore::Buffer& B, const encore::Buffer& C, int M, int N, int K,
                const char* name = "gemm_tn") const;
   void colsum(const encore::Buffer& A, const encore::Buffer& S, int M, int N, const char* name = "colsum") const;
-  // Z [rows, stride] (the first `classes` columns are real), labels i32 [rows].
+  // Z [rows, stride] (the first `classes` columns are real); labels i32 and loss f32 from row
+  // `row0` on (a shard of a batch reads its rows in place: a view there would need an aligned offset).
   void softmax_xent(const encore::Buffer& Z, const encore::Buffer& labels, const encore::Buffer& dZ, const encore::Buffer& loss,
-                    int rows, int classes, int stride, float scale) const;
+                    int row0, int rows, int classes, int stride, float scale) const;
   void count_correct(const encore::Buffer& Z, const encore::Buffer& labels, const encore::Buffer& correct, int rows, int classes,
                      int stride) const;
   // n a multiple of 4; lr, bc1, bc2 are float Variables (per-call values).

@@ -39,10 +39,8 @@ Model::Model(const encore::Device& dev, Config cfg) : dev_(dev), cfg_(std::move(
   if (cfg_.grad_shards < 1 || cfg_.batch % (4 * cfg_.grad_shards))
     throw encore::ArgumentError("mlp::Model: batch " + std::to_string(cfg_.batch) + " does not split into " + std::to_string(cfg_.grad_shards) +
                                 " shards of a multiple of 4");
-  const size_t shard_label_bytes = size_t(cfg_.batch / cfg_.grad_shards) * sizeof(int32_t);
-  if (cfg_.grad_shards > 1 && shard_label_bytes % dev.info().base_align_bytes)
-    throw encore::ArgumentError("mlp::Model: a shard of " + std::to_string(cfg_.batch / cfg_.grad_shards) + " labels is not a multiple of " +
-                                std::to_string(dev.info().base_align_bytes) + " bytes (the device's view alignment)");
+  // a shard's images are a view of the batch's (its labels and loss are read in place)
+  if (cfg_.grad_shards > 1) check_shard_rows(cfg_.batch / cfg_.grad_shards);
   for (size_t i = 0; i + 1 < cfg_.sizes.size(); ++i)
     if (cfg_.sizes[i] <= 0 || cfg_.sizes[i] % 4)
       throw encore::ArgumentError("mlp::Model: layer size " + std::to_string(cfg_.sizes[i]) + " is not a positive multiple of 4");
@@ -115,13 +113,40 @@ Buffer Model::forward(const Buffer& x, int rows) const {
   return a;
 }
 
+void Model::check_shard_rows(int rows) const {
+  const size_t bytes = size_t(rows) * size_t(cfg_.sizes.front()) * sizeof(float), align = dev_.info().base_align_bytes;
+  if (bytes % align)
+    throw encore::ArgumentError("mlp::Model: a shard of " + std::to_string(rows) + " images is " + std::to_string(bytes) +
+                                " bytes, not a multiple of " + std::to_string(align) + " (the device's view alignment)");
+}
+
+int Model::rows_of(const Buffer& x, const Buffer& y) const {
+  const int rows = int(y.count()), S = cfg_.grad_shards;
+  if (rows <= 0 || rows > cfg_.batch || rows % (4 * S))
+    throw encore::ArgumentError("mlp::Model: a batch of " + std::to_string(y.count()) + " labels; expected 4 to " + std::to_string(cfg_.batch) +
+                                " in a multiple of " + std::to_string(4 * S));
+  if (x.count() != size_t(rows) * size_t(cfg_.sizes.front()))
+    throw encore::ArgumentError("mlp::Model: " + std::to_string(x.count()) + " input values for " + std::to_string(rows) + " labels; expected " +
+                                std::to_string(size_t(rows) * size_t(cfg_.sizes.front())));
+  if (size_t(cfg_.grad_batch) * size_t(rows) % size_t(cfg_.batch))
+    throw encore::ArgumentError("mlp::Model: a batch of " + std::to_string(rows) + " is not a whole share of grad_batch " + std::to_string(cfg_.grad_batch) +
+                                " over batch " + std::to_string(cfg_.batch));
+  return rows;
+}
+
+float Model::grad_scale(int rows) const {
+  // a smaller (last) batch is averaged over its own examples: over every rank's share of it
+  return 1.0f / float(size_t(cfg_.grad_batch) * size_t(rows) / size_t(cfg_.batch));
+}
+
 Buffer Model::loss_and_grad(const Buffer& x, const Buffer& y) const {
-  Buffer loss = dev_.alloc<float>(size_t(cfg_.batch));
-  loss_and_grad_into(x, y, cfg_.batch, loss, grads_);
+  const int rows = rows_of(x, y);
+  Buffer loss = dev_.alloc<float>(size_t(rows));
+  loss_and_grad_into(x, y, 0, rows, loss, grads_, grad_scale(rows));
   return loss;
 }
 
-void Model::loss_and_grad_into(const Buffer& x, const Buffer& y, int rows, const Buffer& loss, const Buffer& g) const {
+void Model::loss_and_grad_into(const Buffer& x, const Buffer& y, int row0, int rows, const Buffer& loss, const Buffer& g, float scale) const {
   const int B = rows;
   std::vector<Buffer> acts{x};
   for (size_t i = 0; i < layers_.size(); ++i) {
@@ -131,7 +156,7 @@ void Model::loss_and_grad_into(const Buffer& x, const Buffer& y, int rows, const
     k_.gemm_nn(acts[i], l.W, l.b, acts[i + 1], B, l.out_pad, l.in, !last, last ? "fc_out.fwd" : "fc.fwd_relu");
   }
   Buffer dz = dev_.alloc<float>(size_t(B) * stride());
-  k_.softmax_xent(acts.back(), y, dz, loss, B, classes(), stride(), 1.0f / float(cfg_.grad_batch));
+  k_.softmax_xent(acts.back(), y, dz, loss, row0, B, classes(), stride(), scale);
   for (size_t i = layers_.size(); i-- > 0;) {
     const Layer& l = layers_[i];
     const Buffer dW = g.view(l.w_offset, size_t(l.in) * l.out_pad), db = g.view(l.b_offset, size_t(l.out_pad));
@@ -149,12 +174,12 @@ Buffer Model::train_step(const Buffer& x, const Buffer& y, const std::function<v
   if (cfg_.grad_shards == 1) {
     loss = loss_and_grad(x, y);
   } else {  // shard 0 into the gradient buffer, then each further shard's gradient added to it
-    const int S = cfg_.grad_shards, rows = cfg_.batch / S, in = cfg_.sizes.front();
-    loss = dev_.alloc<float>(size_t(cfg_.batch));
+    const int all = rows_of(x, y), S = cfg_.grad_shards, rows = all / S, in = cfg_.sizes.front();
+    check_shard_rows(rows);
+    loss = dev_.alloc<float>(size_t(all));
     for (int s = 0; s < S; ++s) {
       const size_t r0 = size_t(s) * rows;
-      loss_and_grad_into(x.view(r0 * in, size_t(rows) * in), y.view(r0, size_t(rows)), rows, loss.view(r0, size_t(rows)),
-                         s == 0 ? grads_ : shard_grads_);
+      loss_and_grad_into(x.view(r0 * in, size_t(rows) * in), y, int(r0), rows, loss, s == 0 ? grads_ : shard_grads_, grad_scale(all));
       if (s > 0) k_.add(grads_, shard_grads_, total_, "grad_shard_add");
     }
   }

@@ -30,7 +30,7 @@ struct Config {
   // shards, summed in shard order (shard 0 + shard 1, then + shard 2, ...). That is bit for bit what
   // data-parallel training over that many ranks computes with encore::Communicator's sum, so a
   // single process can reproduce an N-rank run exactly. batch / grad_shards must be a multiple of 4
-  // and its labels' byte size a multiple of the device's view alignment.
+  // and a shard's images a multiple of the device's view alignment in bytes.
   int grad_shards = 1;
 };
 
@@ -69,8 +69,11 @@ class Model {
   void reset_optimizer() const;
   void set_params(const std::vector<float>& p) const { params_.copyin(p); }
 
-  // One training step on x f32 [batch, in] and labels i32 [batch]: forward, loss, backward, Adam
-  // (using the current values of lr, bc1, bc2). Returns the per-example loss f32 [batch].
+  // One training step on x f32 [rows, in] and labels i32 [rows]: forward, loss, backward, Adam
+  // (using the current values of lr, bc1, bc2). Returns the per-example loss f32 [rows]. rows is
+  // the batch or a smaller last batch (a multiple of 4 x grad_shards), averaged over its own
+  // examples (over all ranks' shares of it: grad_batch x rows / batch); each size is a TinyJit
+  // signature of its own.
   // `reduce_grads`, when given, runs between the backward pass and Adam on the gradient buffer
   // (data-parallel: an all-reduce over the ranks), inside the same capture.
   encore::Buffer train_step(const encore::Buffer& x, const encore::Buffer& y,
@@ -79,10 +82,10 @@ class Model {
   encore::Buffer forward(const encore::Buffer& x, int rows) const;
   // Forward, loss and gradients (into the gradient buffer) without the update; returns the loss.
   encore::Buffer loss_and_grad(const encore::Buffer& x, const encore::Buffer& y) const;
-  // The same for `rows` examples, writing the loss into `loss` [rows] and the gradients into `g`
-  // (a buffer laid out like the gradient buffer).
-  void loss_and_grad_into(const encore::Buffer& x, const encore::Buffer& y, int rows, const encore::Buffer& loss,
-                          const encore::Buffer& g) const;
+  // The same for `rows` examples x, labels y from row `row0` on, writing the loss into `loss` from
+  // row0 on and the gradients, scaled by `scale`, into `g` (laid out like the gradient buffer).
+  void loss_and_grad_into(const encore::Buffer& x, const encore::Buffer& y, int row0, int rows, const encore::Buffer& loss,
+                          const encore::Buffer& g, float scale) const;
   // Per-example 0/1 correctness i32 [rows] of the argmax prediction.
   encore::Buffer eval_step(const encore::Buffer& x, const encore::Buffer& y, int rows) const;
   std::vector<float> get_grads() const { return grads_.copyout<float>(); }
@@ -95,6 +98,10 @@ class Model {
   encore::Variable bc2 = encore::Variable::f32("adam_bc2", 1, 1e7);
 
  private:
+  int rows_of(const encore::Buffer& x, const encore::Buffer& y) const;  // checked
+  float grad_scale(int rows) const;
+  void check_shard_rows(int rows) const;
+
   encore::Device dev_;
   Config cfg_;
   Kernels k_;

@@ -5,7 +5,12 @@
 
 1. A single-process run and an NP-rank --data-parallel run of one full epoch (the same global batch
    and seed): every rank ends with bit-identical weights (train_mlp checks it and says so), the
-   parameters match within max|a-b|/max|a| <= 1e-4 and the test accuracies within 0.5 points.
+   parameters match within ||a-b||/||a|| <= 1e-2 (the last gradient 0.25) and the test accuracies
+   within 0.5 points. These are loose on purpose: the two sum in different orders, and Adam turns a
+   gradient that is rounding noise into a step of up to lr, so the gap depends on the trajectory
+   (measured here, ||a-b||/||a|| of the parameters and last gradient: 4.6e-5 and 3.1e-3 for the
+   full epoch on 2 ranks, 1.4e-4 and 4.6e-3 on 4; 5.9e-3 and 1.0e-1 with --limit 59904; the
+   largest single parameter differs by up to 2.8e-2 of the largest). Check 2 is the exact one.
 2. A single process with --grad-shards NP (the gradient of each batch summed over NP shards in the
    order of the all-reduce) gives bit for bit the weights of the NP-rank run.
 3. The check catches a broken all-reduce: with the gradients averaged instead of summed, the result
@@ -67,8 +72,8 @@ def main():
         rc, dp = run(mpi + FULL + ["--save-weights", f("dp.bin")])
         check(rc == 0, "%d-rank data-parallel run" % np_)
         check("weights: bit-identical on all %d ranks" % np_ in dp, "all ranks end with bit-identical weights")
-        rc, _ = compare("single.bin", "dp.bin", "--rtol", "1e-4", "--grad-rtol", "1e-3")
-        check(rc == 0, "data-parallel parameters within 1e-4 (max|a-b|/max|a|) of the single process's")
+        rc, _ = compare("single.bin", "dp.bin", "--l2", "--rtol", "1e-2", "--grad-rtol", "0.25")
+        check(rc == 0, "data-parallel parameters within 1e-2 (||a-b||/||a||) of the single process's")
         a1, a2 = accuracy(single), accuracy(dp)
         check(a1 is not None and a2 is not None and abs(a1 - a2) <= 0.005,
               "test accuracy within 0.5 points (%s vs %s)" % (a1, a2))
