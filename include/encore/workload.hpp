@@ -123,6 +123,11 @@ struct ENCORE_API Workload {
   std::vector<VariableSpec> variables;
   std::vector<ItemSpec> step;
   std::filesystem::path base_dir;       // source_file and init files are relative to it
+  // "shapes" (see README, "The harness"): the workload at each set of shape values, every
+  // {"shape"} reference resolved; this Workload is sets[0]. Empty without "shapes".
+  std::vector<std::string> shape_names;
+  std::vector<std::vector<int64_t>> shape_values;  // [shape][set]
+  std::vector<Workload> sets;
 
   int find_buffer(std::string_view n) const;
   int find_variable(std::string_view n) const;
@@ -142,6 +147,8 @@ struct Compiled {
   std::vector<std::vector<Access>> access;  // per step item, per arg: resolved buffer access
 };
 ENCORE_API Compiled validate(const Workload& w, const Device& dev);
+// validate() of every shape set (of w itself without "shapes"); an error names the set.
+ENCORE_API std::vector<Compiled> validate_sets(const Workload& w, const Device& dev);
 
 // Initial contents of buffer `b` (input set `set`: uniform seeds advance by the set index).
 ENCORE_API std::vector<unsigned char> initial_bytes(const Workload& w, size_t b, uint64_t set = 0);
@@ -174,6 +181,14 @@ struct RunOptions {
   std::function<void(size_t call, const std::vector<Buffer>& outputs)> after_jit_call;
 };
 
+// One shape set's figures (a workload with "shapes"): its own unit and medians.
+struct SetReport {
+  std::string shape;                // "shape set 1 (n = 128)"
+  double eager_step_us = 0, replay_step_us = 0, speedup = 0, capture_ms = 0;
+  size_t items_pruned = 0, planned_temps = 0;
+  uint64_t temp_bytes_naive = 0, temp_bytes_planned = 0, temp_bytes_lower_bound = 0;
+};
+
 struct ENCORE_API Report {
   std::string name, device;
   int calls = 0, rotate = 0, timed_calls = 0;
@@ -187,6 +202,9 @@ struct ENCORE_API Report {
   bool compared = true;             // false on the NULL device: it computes nothing
   uint64_t mismatches = 0;          // elements that differ, over every compared call and the final state
   std::string first_mismatch;       // "call 3, buffer "e", index 0: eager 1.5, jit 1.25"
+  // With "shapes": one entry per set; the figures above are over all calls (times) and set 0's
+  // unit (items and bytes). Empty otherwise.
+  std::vector<SetReport> sets;
 
   std::string table() const;
   std::string json() const;

@@ -134,8 +134,9 @@ int bench_main(int argc, const char* const* argv, const std::function<void(RunOp
       file = f.string();
       Workload w = load(f);
       if (cmd == "check") {
-        validate(w, dev);
-        std::cout << file << ": valid (" << w.step.size() << " items, checked on " << dev.id() << ")\n";
+        validate_sets(w, dev);
+        std::cout << file << ": valid (" << w.step.size() << " items" << (w.sets.empty() ? "" : ", " + std::to_string(w.sets.size()) + " shape sets")
+                  << ", checked on " << dev.id() << ")\n";
         continue;
       }
       reports.push_back(run(w, dev, ro));

@@ -483,11 +483,132 @@ struct Parser {
 
 }  // namespace
 
-Workload parse(std::string_view json, const std::filesystem::path& base_dir) {
+namespace {
+
+// "shapes": {"n": [v0, v1, ...], ...}: set k of the workload is the document with every
+// {"shape": "n", "mul": m, "add": a} replaced by the integer m·v_k + a. Substituting in the JSON
+// tree keeps every other form (counts, sizes, views, scalars) exactly as it is for literals.
+struct Shapes {
+  std::vector<std::string> names;
+  std::vector<std::vector<int64_t>> values;  // [name][set]
+  size_t sets = 0;
+};
+
+Shapes read_shapes(const JNode& n) {
+  Shapes sh;
+  Obj o(n, "shapes");
+  if (n.kind != JNode::Kind::object || n.members.empty()) fail("shapes", "expected an object: shape name -> [one integer per set]");
+  for (const auto& [name, body] : n.members) {
+    o.opt(name);
+    const std::string p = child("shapes", name);
+    check_name(name, p, "shape");
+    const auto& a = as_array(body, p);
+    if (a.size() < 2) fail(p, "expected at least 2 values (one per set; a single size needs no shape)");
+    if (sh.sets && a.size() != sh.sets)
+      fail(p, "has " + std::to_string(a.size()) + " values, " + quote(sh.names.front()) + " " + std::to_string(sh.sets) + " (one per set)");
+    sh.sets = a.size();
+    sh.names.push_back(name);
+    sh.values.emplace_back();
+    for (size_t k = 0; k < a.size(); ++k) sh.values.back().push_back(as_int(a[k], index(p, k), INT32_MIN, INT32_MAX));
+  }
+  return sh;
+}
+
+void substitute(JNode& n, const Shapes& sh, size_t set, const std::string& path) {
+  if (n.kind == JNode::Kind::array) {
+    for (size_t k = 0; k < n.elems.size(); ++k) substitute(n.elems[k], sh, set, index(path, k));
+    return;
+  }
+  if (n.kind != JNode::Kind::object) return;
+  bool ref = false;
+  for (const auto& m : n.members) ref |= m.first == "shape";
+  if (!ref) {
+    for (auto& [key, v] : n.members) substitute(v, sh, set, child(path, key));
+    return;
+  }
+  Obj o(n, path);
+  const std::string& name = as_string(o.req("shape"), o.at("shape"));
+  auto it = std::find(sh.names.begin(), sh.names.end(), name);
+  if (it == sh.names.end()) fail(o.at("shape"), "unknown shape " + quote(name));
+  int64_t mul = 1, add = 0, r = 0;
+  if (const JNode* m = o.opt("mul")) mul = as_int(*m, o.at("mul"), INT32_MIN, INT32_MAX);
+  if (const JNode* a = o.opt("add")) add = as_int(*a, o.at("add"), INT32_MIN, INT32_MAX);
+  o.done("shape, mul, add");
+  const int64_t v = sh.values[size_t(it - sh.names.begin())][set];
+  if (__builtin_mul_overflow(mul, v, &r) || __builtin_add_overflow(r, add, &r))
+    fail(path, "overflows with " + name + " = " + std::to_string(v));
+  JNode num;
+  num.kind = JNode::Kind::number;
+  num.num = JNode::Num::i64;
+  num.i = r;
+  num.d = double(r);
+  num.str = std::to_string(r);
+  n = std::move(num);
+}
+
+// What must not differ between sets: one TinyJit runs them all, over one set of state buffers and
+// variables, and tells the sets apart by their inputs' sizes.
+void check_sets(const std::vector<Workload>& sets) {
+  const Workload& a = sets.front();
+  for (size_t k = 1; k < sets.size(); ++k) {
+    const Workload& b = sets[k];
+    for (size_t v = 0; v < a.variables.size(); ++v) {
+      const VariableSpec &x = a.variables[v], &y = b.variables[v];
+      if (x.min != y.min || x.max != y.max || x.fmin != y.fmin || x.fmax != y.fmax || x.ivalues != y.ivalues || x.fvalues != y.fvalues)
+        fail(child("variables", x.name), "differs between shape sets 0 and " + std::to_string(k) + ": variables are shared by every set");
+    }
+    for (size_t i = 0; i < a.buffers.size(); ++i) {
+      const BufferSpec &x = a.buffers[i], &y = b.buffers[i];
+      if ((x.role == Role::state || x.role == Role::const_) && x.count != y.count)
+        fail(child(child("buffers", x.name), "count"), std::string("a ") + workload::name(x.role) + " buffer persists across shape sets: its count " +
+                                                           std::to_string(x.count) + " (set 0) cannot change (" + std::to_string(y.count) +
+                                                           " in set " + std::to_string(k) + ")");
+    }
+    for (size_t j = 0; j < k; ++j) {
+      bool same = true;
+      for (size_t i = 0; i < a.buffers.size(); ++i)
+        if (a.buffers[i].role == Role::input) same &= sets[j].buffers[i].count == b.buffers[i].count;
+      if (same)
+        fail("shapes", "sets " + std::to_string(j) + " and " + std::to_string(k) +
+                           " give every input buffer the same count: a jit tells its captures apart by their inputs' sizes, "
+                           "so a size that changes while the inputs keep theirs must be a variable");
+    }
+  }
+}
+
+Workload parse_one(const JNode& root, const std::filesystem::path& base_dir) {
   Parser p;
   p.w.base_dir = base_dir;
-  p.top(parse_json(json));
+  p.top(root);
   return std::move(p.w);
+}
+
+}  // namespace
+
+Workload parse(std::string_view json, const std::filesystem::path& base_dir) {
+  JNode root = parse_json(json);
+  auto shapes = std::find_if(root.members.begin(), root.members.end(), [](const auto& m) { return m.first == "shapes"; });
+  if (root.kind != JNode::Kind::object || shapes == root.members.end()) return parse_one(root, base_dir);
+  const Shapes sh = read_shapes(shapes->second);
+  root.members.erase(shapes);
+  std::vector<Workload> sets;
+  for (size_t k = 0; k < sh.sets; ++k) {
+    JNode doc = root;
+    try {
+      substitute(doc, sh, k, "");
+      sets.push_back(parse_one(doc, base_dir));
+    } catch (const WorkloadError& e) {
+      std::string where = "shape set " + std::to_string(k) + " (";
+      for (size_t i = 0; i < sh.names.size(); ++i) where += (i ? ", " : "") + sh.names[i] + " = " + std::to_string(sh.values[i][k]);
+      throw WorkloadError(e.path(), e.message() + " [in " + where + ")]");
+    }
+  }
+  check_sets(sets);
+  Workload w = sets.front();
+  w.shape_names = sh.names;
+  w.shape_values = sh.values;
+  w.sets = std::move(sets);
+  return w;
 }
 
 Workload load(const std::filesystem::path& file) {

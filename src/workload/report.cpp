@@ -20,7 +20,7 @@ std::string num(double v, int prec = 3) {
 
 std::string Report::table() const {
   std::ostringstream s;
-  auto row = [&](const char* k, const std::string& v) { s << "  " << k << std::string(24 - std::string(k).size(), ' ') << v << "\n"; };
+  auto row = [&](const std::string& k, const std::string& v) { s << "  " << k << std::string(k.size() < 24 ? 24 - k.size() : 1, ' ') << v << "\n"; };
   s << "workload " << detail::quote(name) << " on " << device << "\n";
   row("calls", std::to_string(calls) + " compared, " + std::to_string(timed_calls) + " timed, " + std::to_string(rotate) + " input sets");
   row("options", std::string(prune ? "prune" : "no-prune") + " " + (plan ? "plan" : "no-plan"));
@@ -31,6 +31,10 @@ std::string Report::table() const {
   row("capture", num(capture_ms, 2) + " ms");
   row("temp bytes", "naive " + std::to_string(temp_bytes_naive) + ", planned " + std::to_string(temp_bytes_planned) + ", lower bound " +
                         std::to_string(temp_bytes_lower_bound) + " (" + std::to_string(planned_temps) + " planned temps)");
+  for (const SetReport& sr : sets)
+    row("  " + sr.shape, "eager " + num(sr.eager_step_us, 1) + " us, replay " + num(sr.replay_step_us, 1) + " us (" + num(sr.speedup, 2) +
+                                       "x), capture " + num(sr.capture_ms, 2) + " ms, " + std::to_string(sr.items_pruned) + " pruned, temps planned " +
+                                       std::to_string(sr.temp_bytes_planned) + " of " + std::to_string(sr.temp_bytes_naive) + " bytes");
   row("mismatches", std::to_string(mismatches) + (mismatches ? "  first: " + first_mismatch : ""));
   row("result", !compared ? "not compared (the NULL device computes nothing)" : mismatches ? "DIFFER" : "agree");
   return s.str();
@@ -64,6 +68,18 @@ std::string Report::json() const {
   field("planned_temps", std::to_string(planned_temps));
   field("compared", compared ? "true" : "false");
   field("mismatches", std::to_string(mismatches));
+  if (!sets.empty()) {
+    std::string a = "[";
+    for (size_t k = 0; k < sets.size(); ++k) {
+      const SetReport& sr = sets[k];
+      a += std::string(k ? ",\n    " : "\n    ") + "{\"shape\": " + detail::quote(sr.shape) + ", \"eager_step_us\": " + num(sr.eager_step_us) +
+           ", \"replay_step_us\": " + num(sr.replay_step_us) + ", \"speedup\": " + num(sr.speedup) + ", \"capture_ms\": " + num(sr.capture_ms) +
+           ", \"items_pruned\": " + std::to_string(sr.items_pruned) + ", \"temp_bytes_naive\": " + std::to_string(sr.temp_bytes_naive) +
+           ", \"temp_bytes_planned\": " + std::to_string(sr.temp_bytes_planned) + ", \"temp_bytes_lower_bound\": " +
+           std::to_string(sr.temp_bytes_lower_bound) + ", \"planned_temps\": " + std::to_string(sr.planned_temps) + "}";
+    }
+    field("sets", a + "\n  ]");
+  }
   field("first_mismatch", first_mismatch.empty() ? "null" : detail::quote(first_mismatch), true);
   s << "}\n";
   return s.str();

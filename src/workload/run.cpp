@@ -5,6 +5,7 @@
 #include <ctime>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 
 #include "workload/reader.hpp"
 
@@ -52,17 +53,21 @@ struct Progress {
 // Buffers that live across calls in one run (eager or jit): state and const buffers, and the
 // input sets. Each run gets its own, initialised identically.
 struct World {
-  std::vector<Buffer> resident;                  // per workload buffer; null unless state/const
-  std::vector<std::vector<Buffer>> input_sets;   // [set][k]: used inputs, in declaration order
+  std::vector<Buffer> resident;                                // per workload buffer; null unless state/const
+  std::vector<std::vector<std::vector<Buffer>>> input_sets;    // [shape set][rotation][k]: used inputs, in declaration order
 };
 
 class Runner {
  public:
-  Runner(const Workload& w, const Device& dev, const Compiled& c, const RunOptions& opt) : w_(w), dev_(dev), c_(c), opt_(opt) {
-    for (const VariableSpec& v : w.variables)
-      vars_.push_back(v.type == VarType::i64   ? Variable(v.name, v.min, v.max)
-                      : v.type == VarType::f32 ? Variable::f32(v.name, v.fmin, v.fmax)
-                                               : Variable::f64(v.name, v.fmin, v.fmax));
+  // `vars`: the Variables of another shape set's runner (all sets share them), else made here.
+  Runner(const Workload& w, const Device& dev, const Compiled& c, const RunOptions& opt, const std::vector<Variable>* vars = nullptr)
+      : w_(w), dev_(dev), c_(c), opt_(opt) {
+    if (vars) vars_ = *vars;
+    else
+      for (const VariableSpec& v : w.variables)
+        vars_.push_back(v.type == VarType::i64   ? Variable(v.name, v.min, v.max)
+                        : v.type == VarType::f32 ? Variable::f32(v.name, v.fmin, v.fmax)
+                                                 : Variable::f64(v.name, v.fmin, v.fmax));
     std::vector<bool> used_buf(w.buffers.size()), used_var(w.variables.size());
     for (size_t i = 0; i < w.step.size(); ++i) {
       const ItemSpec& it = w.step[i];
@@ -114,22 +119,27 @@ class Runner {
       if (used_var[v]) used_vars_.push_back(static_cast<int>(v));
   }
 
-  World make_world() const {
-    World world;
-    world.resident.resize(w_.buffers.size());
-    auto make = [&](size_t b, uint64_t set) {
-      const BufferSpec& s = w_.buffers[b];
-      Buffer buf = dev_.alloc(s.dtype, s.count);
-      buf.set_name(s.name);
-      buf.copyin_bytes(initial_bytes(w_, b, set).data(), buf.nbytes());
-      return buf;
-    };
+  Buffer make(size_t b, uint64_t set) const {
+    const BufferSpec& s = w_.buffers[b];
+    Buffer buf = dev_.alloc(s.dtype, s.count);
+    buf.set_name(s.name);
+    buf.copyin_bytes(initial_bytes(w_, b, set).data(), buf.nbytes());
+    return buf;
+  }
+
+  std::vector<Buffer> make_resident() const {
+    std::vector<Buffer> r(w_.buffers.size());
     for (size_t b = 0; b < w_.buffers.size(); ++b)
-      if (w_.buffers[b].role == Role::state || w_.buffers[b].role == Role::const_) world.resident[b] = make(b, 0);
-    world.input_sets.resize(static_cast<size_t>(opt_.rotate));
+      if (w_.buffers[b].role == Role::state || w_.buffers[b].role == Role::const_) r[b] = make(b, 0);
+    return r;
+  }
+
+  // --rotate input sets of this shape set's sizes
+  std::vector<std::vector<Buffer>> make_inputs() const {
+    std::vector<std::vector<Buffer>> sets(static_cast<size_t>(opt_.rotate));
     for (int k = 0; k < opt_.rotate; ++k)
-      for (int b : inputs_) world.input_sets[k].push_back(make(b, static_cast<uint64_t>(k)));
-    return world;
+      for (int b : inputs_) sets[k].push_back(make(b, static_cast<uint64_t>(k)));
+    return sets;
   }
 
   // Makes call i's variable values current; returns them for a TinyJit call.
@@ -175,6 +185,7 @@ class Runner {
 
   const std::vector<int>& inputs() const { return inputs_; }
   const std::vector<int>& outputs() const { return outputs_; }
+  const std::vector<Variable>& variables() const { return vars_; }
 
  private:
   const Workload& w_;
@@ -194,11 +205,9 @@ std::vector<unsigned char> read_back(const Buffer& b) {
 }
 
 struct Checker {
-  const Workload& w;
   Tolerance tol;
   Report& r;
-  void check(const std::string& where, int buffer, const std::vector<unsigned char>& eager, const std::vector<unsigned char>& jit) {
-    const BufferSpec& s = w.buffers[buffer];
+  void check(const std::string& where, const BufferSpec& s, const std::vector<unsigned char>& eager, const std::vector<unsigned char>& jit) {
     Diff d = compare(s.dtype, eager.data(), jit.data(), s.count, tol);
     if (d.count == 0) return;
     if (r.mismatches == 0) {
@@ -218,11 +227,43 @@ void dump(const std::filesystem::path& dir, const std::string& name, const std::
 
 }  // namespace
 
+// "shape set 1 (n = 128)"
+std::string describe_set(const Workload& w, size_t k) {
+  std::string d = "shape set " + std::to_string(k) + " (";
+  for (size_t i = 0; i < w.shape_names.size(); ++i) d += (i ? ", " : "") + w.shape_names[i] + " = " + std::to_string(w.shape_values[i][k]);
+  return d + ")";
+}
+
+std::vector<Compiled> validate_sets(const Workload& w, const Device& dev) {
+  std::vector<Compiled> cs;
+  if (w.sets.empty()) cs.push_back(validate(w, dev));
+  for (size_t k = 0; k < w.sets.size(); ++k) try {
+      cs.push_back(validate(w.sets[k], dev));
+    } catch (const WorkloadError& e) {
+      throw WorkloadError(e.path(), e.message() + " [in " + describe_set(w, k) + "]");
+    }
+  return cs;
+}
+
 Report run(const Workload& w, const Device& dev, const RunOptions& opt) {
   if (opt.calls < 1) throw ArgumentError("calls must be at least 1");
   if (opt.rotate < 1) throw ArgumentError("rotate must be at least 1");
-  Compiled c = validate(w, dev);
-  Runner runner(w, dev, c, opt);
+  // The shape sets (one without "shapes"): one TinyJit runs them all, a unit per set, the calls
+  // interleaved: call i runs set i % K with input rotation (i / K) % R.
+  std::vector<const Workload*> ws;
+  if (w.sets.empty()) ws.push_back(&w);
+  else
+    for (const Workload& s : w.sets) ws.push_back(&s);
+  const size_t K = ws.size();
+  if (K > 1 && size_t(opt.calls) < 3 * K)
+    throw ArgumentError("--calls " + std::to_string(opt.calls) + " is too few for " + std::to_string(K) +
+                        " shape sets: each needs 3 calls (warm-up, capture, replay), so at least " + std::to_string(3 * K));
+  if (K > 1 && opt.jit.enabled && K > opt.jit.max_units)
+    throw ArgumentError(std::to_string(K) + " shape sets need a jit that keeps " + std::to_string(K) + " units; max_units is " +
+                        std::to_string(opt.jit.max_units));
+  const std::vector<Compiled> cs = validate_sets(w, dev);
+  std::vector<std::unique_ptr<Runner>> runners;
+  for (size_t k = 0; k < K; ++k) runners.push_back(std::make_unique<Runner>(*ws[k], dev, cs[k], opt, k ? &runners[0]->variables() : nullptr));
   Report r;
   r.name = w.name;
   r.device = dev.id() + " (" + dev.info().name + ")";
@@ -232,103 +273,138 @@ Report run(const Workload& w, const Device& dev, const RunOptions& opt) {
   r.plan = opt.jit.plan;
   r.items = w.step.size();
   Progress progress{opt.progress};
-  Checker checker{w, Tolerance{w.bitwise(), w.rtol, w.atol}, r};
+  Checker checker{Tolerance{w.bitwise(), w.rtol, w.atol}, r};
   // The NULL device runs nothing: its buffers hold whatever memory held, so there is nothing to
   // compare (it measures encore's own overhead).
   const bool compared = !dev.is_null();
   r.compared = compared;
-  const size_t n = static_cast<size_t>(opt.calls), sets = static_cast<size_t>(opt.rotate);
+  const size_t n = static_cast<size_t>(opt.calls), rot = static_cast<size_t>(opt.rotate);
+  auto make_world = [&] {
+    World world;
+    world.resident = runners[0]->make_resident();
+    for (const auto& rn : runners) world.input_sets.push_back(rn->make_inputs());
+    return world;
+  };
+  auto inputs = [&](const World& world, size_t i) -> const std::vector<Buffer>& { return world.input_sets[i % K][(i / K) % rot]; };
+  auto where = [&](size_t i) { return "call " + std::to_string(i) + (K > 1 ? " (" + describe_set(w, i % K) + ")" : std::string()); };
 
   // 1. eager reference, outputs kept per call
-  World ew = runner.make_world();
+  World ew = make_world();
   std::vector<std::vector<std::vector<unsigned char>>> expect(n);
   for (size_t i = 0; i < n; ++i) {
     progress.show("eager", static_cast<int>(i), opt.calls);
-    runner.bind(i);
-    for (const Buffer& b : runner.step(ew, ew.input_sets[i % sets]))
+    runners[i % K]->bind(i);
+    for (const Buffer& b : runners[i % K]->step(ew, inputs(ew, i)))
       if (compared) expect[i].push_back(read_back(b));
   }
 
   // 2. the same calls through TinyJit, from the same initial state
-  World jw = runner.make_world();
-  auto fn = [&runner, &jw](const std::vector<Buffer>& ins, const std::vector<BoundVar>&) { return runner.step(jw, ins); };
+  World jw = make_world();
+  size_t cur = 0;  // the shape set of the call in progress
+  auto fn = [&runners, &jw, &cur](const std::vector<Buffer>& ins, const std::vector<BoundVar>&) { return runners[cur]->step(jw, ins); };
   TinyJit jit(fn, opt.jit);
+  std::vector<size_t> set_calls(K, 0);
+  std::vector<double> capture_ms(K, 0);
   std::vector<std::vector<unsigned char>> last;
-  for (size_t i = 0; i < n; ++i) {
-    progress.show("jit", static_cast<int>(i), opt.calls);
-    std::vector<BoundVar> vals = runner.bind(i);
-    bool capturing = jit.calls() == 1;
+  auto jit_call = [&](size_t i) {
+    cur = i % K;
+    std::vector<BoundVar> vals = runners[cur]->bind(i);
+    const bool capturing = set_calls[cur]++ == 1;  // a set's second call captures its unit
     auto t0 = Clock::now();
-    const std::vector<Buffer>& outs = jit(jw.input_sets[i % sets], vals);
+    std::vector<Buffer> outs = jit(inputs(jw, i), vals);
     if (capturing) {
       dev.synchronize();
-      r.capture_ms = us_since(t0) / 1000;
+      capture_ms[cur] = us_since(t0) / 1000;
     }
+    return outs;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    progress.show("jit", static_cast<int>(i), opt.calls);
+    const std::vector<Buffer> outs = jit_call(i);
     if (opt.after_jit_call) opt.after_jit_call(i, outs);
     last.clear();
     for (size_t k = 0; k < outs.size() && compared; ++k) {
       last.push_back(read_back(outs[k]));
-      checker.check("call " + std::to_string(i), runner.outputs()[k], expect[i][k], last.back());
+      checker.check(where(i), ws[i % K]->buffers[runners[i % K]->outputs()[k]], expect[i][k], last.back());
     }
   }
   for (size_t b = 0; b < w.buffers.size() && compared; ++b)
-    if (w.buffers[b].role == Role::state) checker.check("final state", static_cast<int>(b), read_back(ew.resident[b]), read_back(jw.resident[b]));
-  for (size_t k = 0; k < runner.inputs().size() && compared; ++k)
-    for (size_t s = 0; s < sets; ++s)
-      checker.check("final state (input set " + std::to_string(s) + ")", runner.inputs()[k], read_back(ew.input_sets[s][k]),
-                    read_back(jw.input_sets[s][k]));
+    if (w.buffers[b].role == Role::state) checker.check("final state", w.buffers[b], read_back(ew.resident[b]), read_back(jw.resident[b]));
+  for (size_t set = 0; set < K && compared; ++set)
+    for (size_t k = 0; k < runners[set]->inputs().size(); ++k)
+      for (size_t s = 0; s < rot; ++s)
+        checker.check("final state (input set " + std::to_string(s) + (K > 1 ? " of " + describe_set(w, set) : std::string()) + ")",
+                      ws[set]->buffers[runners[set]->inputs()[k]], read_back(ew.input_sets[set][s][k]), read_back(jw.input_sets[set][s][k]));
   if (!opt.dump_dir.empty()) {
     std::filesystem::create_directories(opt.dump_dir);
     for (size_t b = 0; b < w.buffers.size(); ++b)
       if (w.buffers[b].role == Role::state) dump(opt.dump_dir, w.buffers[b].name, read_back(jw.resident[b]));
-    for (size_t k = 0; k < last.size(); ++k) dump(opt.dump_dir, w.buffers[runner.outputs()[k]].name, last[k]);
+    for (size_t k = 0; k < last.size(); ++k) dump(opt.dump_dir, w.buffers[runners[(n - 1) % K]->outputs()[k]].name, last[k]);
   }
   expect.clear();
 
-  // 3. timing: both continue from where they are; each timed call ends when the device is done
-  const int warmup = 2, timed = std::max(opt.calls, 5);
+  // 3. timing: both continue from where they are, the sets interleaved as before; each timed call
+  // ends when the device is done
+  const int warmup = K > 1 ? int(K) : 2, timed = std::max(opt.calls, 5 * int(K));
   r.timed_calls = timed;
-  std::vector<double> te, tj;
+  std::vector<std::vector<double>> te(K), tj(K);
+  std::vector<double> te_all, tj_all;
   double cpu0 = 0;
   for (int k = 0; k < warmup + timed; ++k) {
     progress.show("timing eager", k, warmup + timed);
     if (k == warmup) cpu0 = thread_cpu_us();
     size_t i = n + static_cast<size_t>(k);
-    runner.bind(i);
+    runners[i % K]->bind(i);
     auto t0 = Clock::now();
-    std::vector<Buffer> outs = runner.step(ew, ew.input_sets[i % sets]);
+    std::vector<Buffer> outs = runners[i % K]->step(ew, inputs(ew, i));
     dev.synchronize();
-    if (k >= warmup) te.push_back(us_since(t0));
+    if (k >= warmup) te[i % K].push_back(us_since(t0)), te_all.push_back(te[i % K].back());
   }
   r.eager_cpu_us = (thread_cpu_us() - cpu0) / timed;
   for (int k = 0; k < warmup + timed; ++k) {
     progress.show("timing jit", k, warmup + timed);
     if (k == warmup) cpu0 = thread_cpu_us();
     size_t i = n + static_cast<size_t>(k);
-    std::vector<BoundVar> vals = runner.bind(i);
-    bool capturing = jit.calls() == 1;  // only when --calls 1: the capture happens here
     auto t0 = Clock::now();
-    jit(jw.input_sets[i % sets], vals);
+    jit_call(i);  // captures here only when --calls is too few for it to have happened above
     dev.synchronize();
-    if (capturing) r.capture_ms = us_since(t0) / 1000;
-    if (k >= warmup) tj.push_back(us_since(t0));
+    if (k >= warmup) tj[i % K].push_back(us_since(t0)), tj_all.push_back(tj[i % K].back());
   }
   r.replay_cpu_us = (thread_cpu_us() - cpu0) / timed;
   progress.clear();
-  r.eager_step_us = median(te);
-  r.replay_step_us = median(tj);
+  r.eager_step_us = median(te_all);
+  r.replay_step_us = median(tj_all);
   r.speedup = r.replay_step_us > 0 ? r.eager_step_us / r.replay_step_us : 0;
   r.eager_item_us = r.eager_step_us / static_cast<double>(r.items);
   r.replay_item_us = r.replay_step_us / static_cast<double>(r.items);
+  r.capture_ms = capture_ms[0];
   r.items_replayed = r.items;
-  if (jit.unit()) {
-    const UnitStats& s = jit.unit().stats();
-    r.items_pruned = s.items_pruned;
-    r.items_replayed = r.items - std::min(r.items, s.items_pruned);
-    r.temp_bytes_naive = s.temp_bytes_naive;
-    r.temp_bytes_planned = s.temp_bytes_planned;
-    r.temp_bytes_lower_bound = s.temp_bytes_lower_bound;
-    r.planned_temps = s.planned_temps;
+  // each set's unit, found by its inputs (the jit keys its units by them)
+  for (size_t k = 0; k < K; ++k) {
+    const ExecutionUnit* u = jit.unit_for(jw.input_sets[k][0], runners[k]->bind(0));
+    SetReport sr;
+    if (K > 1) sr.shape = describe_set(w, k);
+    sr.eager_step_us = median(te[k]);
+    sr.replay_step_us = median(tj[k]);
+    sr.speedup = sr.replay_step_us > 0 ? sr.eager_step_us / sr.replay_step_us : 0;
+    sr.capture_ms = capture_ms[k];
+    if (u && *u) {
+      const UnitStats& st = u->stats();
+      sr.items_pruned = st.items_pruned;
+      sr.temp_bytes_naive = st.temp_bytes_naive;
+      sr.temp_bytes_planned = st.temp_bytes_planned;
+      sr.temp_bytes_lower_bound = st.temp_bytes_lower_bound;
+      sr.planned_temps = st.planned_temps;
+    }
+    if (k == 0) {
+      r.items_pruned = sr.items_pruned;
+      r.items_replayed = r.items - std::min(r.items, sr.items_pruned);
+      r.temp_bytes_naive = sr.temp_bytes_naive;
+      r.temp_bytes_planned = sr.temp_bytes_planned;
+      r.temp_bytes_lower_bound = sr.temp_bytes_lower_bound;
+      r.planned_temps = sr.planned_temps;
+    }
+    if (K > 1) r.sets.push_back(sr);
   }
   return r;
 }
