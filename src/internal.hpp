@@ -302,7 +302,7 @@ uint64_t next_capture_id();
 // Runs one item eagerly on its device (sets args on the kernel's eager object).
 void run_item_eager(const ExecItem& item);
 // Local size chosen by encore when a launch gives none: a fixed set of sizes, so a new global
-// size never makes PoCL compile a new work-group function (src/enqueue.cpp).
+// size never makes PoCL compile a new work-group function (src/exec/enqueue.cpp).
 void choose_local(uint32_t dims, const size_t* global, size_t max_wg, size_t* local);
 // Byte size of a kernel parameter type, or 0 when it is not a supported scalar.
 std::optional<DType> scalar_dtype_of(const std::string& type_name);
@@ -320,9 +320,9 @@ struct TraceSpan {
 };
 // Records an item enqueued on `dev` with its completion event (may be null: host times only).
 void trace_item(DeviceImpl& dev, NativeEvent* ev, const ExecItem& item, const char* phase, uint32_t dims, const size_t* gws);
-// A device time on the host's clock, given one reference instant read on both (src/profile.cpp).
+// A device time on the host's clock, given one reference instant read on both (src/trace/profile.cpp).
 double device_to_host_us(uint64_t device_ns, uint64_t ref_device_ns, double ref_host_us);
-// One element of dtype `t` at `p` (little-endian bytes), printed for messages (dtype.cpp).
+// One element of dtype `t` at `p` (little-endian bytes), printed for messages (src/core/dtype.cpp).
 std::string value_str(DType t, const void* p);
 
 // Sends a message to the log sink (encore/log.hpp); by default printed only at ENCORE_DEBUG >= 1.
@@ -347,7 +347,7 @@ namespace encore::detail {
 uint64_t var_arg_bits(const VarState& v, int64_t ivalue, double fvalue, DType as);
 bool check_launch(uint32_t dims, const size_t* gws, const size_t* lws, const char* what);
 void save_dirty_programs(DeviceImpl& d);
-// Process exit (device.cpp): once the exit drain has finished every open device's queue, exiting()
+// Process exit (src/core/device.cpp): once the exit drain has finished every open device's queue, exiting()
 // is true and backends make no more driver calls (the driver may have torn its own state down
 // before the statics that still hold encore objects are destroyed).
 bool exiting() noexcept;

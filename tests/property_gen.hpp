@@ -4,7 +4,7 @@
 //   - run_device(): the step as a plain C++ function issuing encore work (eager, or through TinyJit),
 //   - run_host():   the same kernels computed in plain C++ (no OpenCL), bit for bit,
 //   - reference_one_time(): the one-time fixpoint of DESIGN rule 2 written from the rule text.
-// Nothing here shares code with src/prune.cpp or src/memory_planner.cpp.
+// Nothing here shares code with src/unit/prune.cpp or src/unit/memory_planner.cpp.
 #include <cstdint>
 #include <string>
 #include <vector>

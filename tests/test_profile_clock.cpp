@@ -1,4 +1,4 @@
-// Trace timestamps (src/profile.cpp): device nanoseconds go onto the host clock by an integer
+// Trace timestamps (src/trace/profile.cpp): device nanoseconds go onto the host clock by an integer
 // difference first. As doubles, timestamps near 1.8e18 ns (since the epoch, as some drivers count)
 // keep only ~256 ns, and an item's start landed before the previous item's end.
 #include <gtest/gtest.h>

@@ -28,7 +28,7 @@
 #include "property_gen.hpp"
 #include "device_pair.hpp"
 #include "test_util.hpp"
-#include "prune.hpp"
+#include "unit/prune.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// The one-time set (src/prune.cpp) against a brute-force version written from the rule text
+// The one-time set (src/unit/prune.cpp) against a brute-force version written from the rule text
 // (DESIGN rule 2) on random item lists, and the keep reasons against their definitions.
 #include <gtest/gtest.h>
 #include "testing.hpp"
@@ -9,7 +9,7 @@
 #include <random>
 #include <string>
 
-#include "prune.hpp"
+#include "unit/prune.hpp"
 
 namespace {
 

@@ -49,7 +49,7 @@ TEST(WorkGroup, NullKernelsReportTheirLimit) {
   encore::Kernel k = null_kernel(dev);
   EXPECT_EQ(k.impl()->eager->max_work_group_size(), 32u);
   // an explicit local size over the kernel's limit is refused before the enqueue, as on OpenCL
-  // (src/enqueue.cpp); within it, it runs
+  // (src/exec/enqueue.cpp); within it, it runs
   encore::Buffer o = dev.alloc<float>(1024);
   try {
     dev.launch(k, {1024}, {64}, o);
@@ -60,7 +60,7 @@ TEST(WorkGroup, NullKernelsReportTheirLimit) {
   dev.launch(k, {1024}, {32}, o);
 }
 
-// Enable when src/eager.cpp and src/unit_replay.cpp bound choose_local by
+// Enable when src/exec/eager.cpp and src/unit/replay.cpp bound choose_local by
 // min(device max, BackendKernel::max_work_group_size()) (issue 8 item 8; the lead wires it).
 TEST(WorkGroup, AutomaticLocalSizeStaysWithinTheKernelLimitEagerAndOnReplay) {
   Device dev = Device::open("NULL");

@@ -7,7 +7,7 @@
 #include <unordered_set>
 
 #include "encore/memory_planner.hpp"
-#include "prune.hpp"
+#include "unit/prune.hpp"
 #include "unit/unit.hpp"
 
 namespace encore::detail {

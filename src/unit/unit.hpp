@@ -1,5 +1,5 @@
 #pragma once
-// The unit's private structure, shared by src/unit/*.cpp and src/execution_unit.cpp only:
+// The unit's private structure, shared by the files of src/unit/ only:
 //   Plan     — what to run: a pure function of (items, inputs, outputs, options); no device calls.
 //   Binding  — how to run it on its devices now: kernel objects with arguments set, the arena,
 //              the current buffer of every entry, staging memory. Rebuilt after free_intermediates.
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "encore/execution_unit.hpp"
-#include "enqueue.hpp"
+#include "exec/enqueue.hpp"
 #include "internal.hpp"
 
 namespace encore::detail {

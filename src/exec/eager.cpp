@@ -4,7 +4,7 @@
 
 #include "encore/device.hpp"
 #include "encore/error.hpp"
-#include "enqueue.hpp"
+#include "exec/enqueue.hpp"
 
 namespace encore {
 

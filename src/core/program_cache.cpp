@@ -14,7 +14,7 @@
 #include <random>
 #include <sstream>
 
-#include "program_cache.hpp"
+#include "core/program_cache.hpp"
 
 namespace encore::detail {
 

@@ -2,7 +2,7 @@
 // list of all range ends (per storage, so ranges of different storages never meet), and three sweeps
 // over the items answer, for each access, "which writer of these bytes stands nearest" with a
 // segment tree. O(m log m) in accesses m however many items share a buffer.
-#include "prune.hpp"
+#include "unit/prune.hpp"
 #include "testing.hpp"
 
 #include <algorithm>

@@ -4,7 +4,7 @@
 
 #include "encore/device.hpp"
 #include "internal.hpp"
-#include "program_cache.hpp"
+#include "core/program_cache.hpp"
 
 namespace encore {
 
@@ -78,7 +78,7 @@ Program Device::compile(const std::string& source, const std::string& options) c
     p->save();
   }
   // one place for both backends and for binaries from the disk cache: every launch checks buffers
-  // against these (src/eager.cpp)
+  // against these (src/exec/eager.cpp)
   std::vector<std::string> texts{source};
   texts.insert(texts.end(), inc.texts.begin(), inc.texts.end());
   for (const std::string& note : detail::resolve_pointees(p->kernels, texts, options)) detail::log(LogLevel::info, note);

@@ -1,4 +1,4 @@
-#include "enqueue.hpp"
+#include "exec/enqueue.hpp"
 
 #include <string>
 #include <vector>
