@@ -90,7 +90,7 @@ run() {
 run internal "$build/tests/encore-internal-tests" --gtest_filter="-$INTERNAL_SKIP"
 run public "$build/tests/encore-tests" --gtest_filter="-$PUBLIC_SKIP"
 [ -x "$build/examples/hello_encore" ] && run hello_encore "$build/examples/hello_encore"
-[ -x "$build/examples/heat_sim" ] && run heat_sim "$build/examples/heat_sim" --size 64 --ticks 5 --out "$tmp/heat.png"
+[ -x "$build/examples/heat_sim" ] && run heat_sim "$build/examples/heat_sim" --size 64 --ticks 5 --rate-ticks 0 --out "$tmp/heat.png"
 [ -x "$build/tests/exit/exit-static_program" ] && run exit_static_program "$build/tests/exit/exit-static_program" 1024
 
 if [ "$status" -eq 0 ]; then
