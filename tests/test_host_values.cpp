@@ -94,9 +94,9 @@ TEST_P(HostValuesDev, IntegralValuesConvertToTheParameterType) {
   // size_t to int, int to uint, long long to long, int to ulong, unsigned to short, bool to uchar,
   // char to char
   dev.launch(k("hv_put"), {1}, {}, o, n, 7, ll, 3, 9u, true, 'A');
-  if (is_cl()) EXPECT_EQ(o.copyout<int64_t>(), (std::vector<int64_t>{12, 7, -5, 3, 9, 1, 65}));
+  if (is_cl()) { EXPECT_EQ(o.copyout<int64_t>(), (std::vector<int64_t>{12, 7, -5, 3, 9, 1, 65})); }
   dev.launch(k("hv_put"), {1}, {}, o, int64_t{-2147483648LL}, uint64_t{4294967295u}, ull, ull, int8_t{-32}, uint16_t{255}, int64_t{-128});
-  if (is_cl()) EXPECT_EQ(o.copyout<int64_t>(), (std::vector<int64_t>{INT32_MIN, 4294967295LL, 1LL << 40, 1LL << 40, -32, 255, -128}));
+  if (is_cl()) { EXPECT_EQ(o.copyout<int64_t>(), (std::vector<int64_t>{INT32_MIN, 4294967295LL, 1LL << 40, 1LL << 40, -32, 255, -128})); }
 }
 
 TEST_P(HostValuesDev, OutOfRangeHostValuesNameTheParameterTheValueAndTheRange) {
@@ -122,7 +122,7 @@ TEST_P(HostValuesDev, OutOfRangeHostValuesNameTheParameterTheValueAndTheRange) {
   expect_has(e, {"int n", "expected i32, got f32"});
   // the device stays usable: the same launch with fitting values runs
   dev.launch(put, {1}, {}, o, 1, 2, 3, 4, 5, 6, 7);
-  if (is_cl()) EXPECT_EQ(o.copyout<int64_t>(), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7}));
+  if (is_cl()) { EXPECT_EQ(o.copyout<int64_t>(), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7})); }
 }
 
 // A host value converted at capture is a constant of the capture like any scalar: replay gives
@@ -140,7 +140,7 @@ TEST_P(HostValuesDev, ConvertedHostValuesReplayAsEager) {
   for (int call = 0; call < 4; ++call) {
     Buffer o = dev.alloc<int64_t>(7);
     Buffer got = jit(o);
-    if (is_cl()) EXPECT_EQ(got.copyout<int64_t>(), eager.copyout<int64_t>()) << "call " << call;
+    if (is_cl()) { EXPECT_EQ(got.copyout<int64_t>(), eager.copyout<int64_t>()) << "call " << call; }
   }
   EXPECT_GE(jit.calls(), 4u);
   // the same through an explicit capture
@@ -151,7 +151,7 @@ TEST_P(HostValuesDev, ConvertedHostValuesReplayAsEager) {
   ExecutionUnit unit = cap.end();
   Buffer y = dev.alloc<int64_t>(7);
   unit.bind_input(0, y)();
-  if (is_cl()) EXPECT_EQ(y.copyout<int64_t>(), eager.copyout<int64_t>());
+  if (is_cl()) { EXPECT_EQ(y.copyout<int64_t>(), eager.copyout<int64_t>()); }
 }
 
 TEST_P(HostValuesDev, IntVariableWidensToLongParameters) {
@@ -165,10 +165,10 @@ TEST_P(HostValuesDev, IntVariableWidensToLongParameters) {
   u.bind(4);
   s.bind(9);
   dev.launch(wide, {2}, {}, o, v, u, s, s);  // long, ulong, int, short, all from plain Variables
-  if (is_cl()) EXPECT_EQ(o.copyout<int64_t>(), (std::vector<int64_t>{big, 4, 9, 9, big + 1, 4, 9, 9}));
+  if (is_cl()) { EXPECT_EQ(o.copyout<int64_t>(), (std::vector<int64_t>{big, 4, 9, 9, big + 1, 4, 9, 9})); }
 
   // replay: the value passed to each call reaches the kernel as a long
-  auto step = [&](const Buffer& out) {
+  auto step = [&](const Buffer& out, const BoundVar&, const BoundVar&, const BoundVar&) {
     dev.launch(wide, {2}, {}, out, v, u, s, s);
     return out;
   };
@@ -179,14 +179,14 @@ TEST_P(HostValuesDev, IntVariableWidensToLongParameters) {
     const int64_t x = vals[call];
     const int64_t sv = call * 10;
     jit(out, v.bind(x), u.bind(sv + 1), s.bind(sv));
-    if (is_cl()) EXPECT_EQ(out.copyout<int64_t>(), (std::vector<int64_t>{x, sv + 1, sv, sv, x + 1, sv + 1, sv, sv})) << "call " << call;
+    if (is_cl()) { EXPECT_EQ(out.copyout<int64_t>(), (std::vector<int64_t>{x, sv + 1, sv, sv, x + 1, sv + 1, sv, sv})) << "call " << call; }
   }
   EXPECT_GE(jit.calls(), 6u);
   // a negative value for the ulong parameter is refused before anything runs, naming the variable
   std::string e = arg_error([&] { jit(out, v.bind(1), u.bind(-1), s.bind(1)); });
   expect_has(e, {"\"u\" = -1", "u64"});
   jit(out, v.bind(2), u.bind(3), s.bind(3));  // the jit stays usable
-  if (is_cl()) EXPECT_EQ(out.copyout<int64_t>(), (std::vector<int64_t>{2, 3, 3, 3, 3, 3, 3, 3}));
+  if (is_cl()) { EXPECT_EQ(out.copyout<int64_t>(), (std::vector<int64_t>{2, 3, 3, 3, 3, 3, 3, 3})); }
   // eager work refuses it the same way
   u.bind(-1);
   e = arg_error([&] { dev.launch(wide, {2}, {}, o, v, u, s, s); });
@@ -215,7 +215,7 @@ TEST_P(HostValuesDev, WidenedVariableFollowsBindVarOnReplay) {
   // a value the ulong parameter cannot hold: an error at bind, the unit keeps its last values
   EXPECT_THROW(unit.bind(u.bind(-1)), ArgumentError);
   unit();
-  if (is_cl()) EXPECT_EQ(o.copyout<int64_t>()[1], 77 + (int64_t{1} << 44));
+  if (is_cl()) { EXPECT_EQ(o.copyout<int64_t>()[1], 77 + (int64_t{1} << 44)); }
 }
 
 TEST_P(HostValuesDev, ExplicitAsMustMatchTheParameter) {
@@ -245,7 +245,7 @@ TEST_P(HostValuesDev, BoolBuffers) {
   f.copyin(std::span<const bool>(flags));
   std::array<bool, 4> back{};
   f.copyout(std::span<bool>(back));
-  if (is_cl()) EXPECT_EQ(back, flags);
+  if (is_cl()) { EXPECT_EQ(back, flags); }
   // bytes in and out too
   f.copyin(std::vector<uint8_t>{0, 1, 1, 0});
   EXPECT_THROW(f.copyin(std::vector<int8_t>(4)), ArgumentError);
@@ -261,7 +261,7 @@ TEST_P(HostValuesDev, BoolBuffers) {
     std::array<bool, 4> h{call % 2 == 0, call % 3 == 0, true, false};
     in.copyin(std::span<const bool>(h));
     Buffer got = jit(in);
-    if (is_cl()) EXPECT_EQ(got.copyout<int32_t>(), (std::vector<int32_t>{h[0] ? 10 : 20, h[1] ? 10 : 20, 10, 20})) << call;
+    if (is_cl()) { EXPECT_EQ(got.copyout<int32_t>(), (std::vector<int32_t>{h[0] ? 10 : 20, h[1] ? 10 : 20, 10, 20})) << call; }
   }
 }
 
@@ -283,11 +283,11 @@ TEST_P(HostValuesDev, Bf16BuffersStoreAndReachUshortParameters) {
   // copies keep the bits
   Buffer y = dev.alloc(DType::bf16, 4);
   dev.copy(y, x);
-  if (is_cl()) EXPECT_EQ(y.copyout<uint16_t>(), x.copyout<uint16_t>());
+  if (is_cl()) { EXPECT_EQ(y.copyout<uint16_t>(), x.copyout<uint16_t>()); }
   // ushort* takes bf16, float* and half* do not
   Buffer o = dev.alloc<float>(4);
   dev.launch(k("hv_bf16"), {4}, {}, x, o);
-  if (is_cl()) EXPECT_EQ(o.copyout<float>(), (std::vector<float>{2.f, -4.f, 6.28125f, 0x1p-125f}));
+  if (is_cl()) { EXPECT_EQ(o.copyout<float>(), (std::vector<float>{2.f, -4.f, 6.28125f, 0x1p-125f})); }
   std::string e = arg_error([&] { dev.launch(k("hv_halfload"), {4}, {}, x, o); });
   expect_has(e, {"half* h", "expected a buffer of f16", "bf16[4]"});
   // replay == eager, with an upload of bf16 bits inside the step and a bf16 output
@@ -319,12 +319,12 @@ TEST_P(HostValuesDev, Bf16BuffersStoreAndReachUshortParameters) {
 // f16 buffers are storage on every device (vload_half); half arithmetic and by-value half
 // parameters need cl_khr_fp16: the NULL device reports it, PoCL 3.1 on the CPU does not.
 TEST_P(HostValuesDev, F16WhereTheDeviceSupportsIt) {
-  if (dev.is_null()) EXPECT_TRUE(dev.supports(DType::f16));
+  if (dev.is_null()) { EXPECT_TRUE(dev.supports(DType::f16)); }
   bool listed = false;
   for (const auto& [ext, ver] : dev.info().extensions) listed = listed || ext == "cl_khr_fp16";
   EXPECT_EQ(dev.supports(DType::f16), listed);
   for (DType t : all_dtypes)
-    if (t != DType::f16 && t != DType::f64) EXPECT_TRUE(dev.supports(t)) << name(t);
+    if (t != DType::f16 && t != DType::f64) { EXPECT_TRUE(dev.supports(t)) << name(t); }
 
   // storage works everywhere: 1.0, -2.0, 0.5, 65504 as half bits, read back as floats
   const std::vector<half> h{{0x3c00}, {0xc000}, {0x3800}, {0x7bff}};
@@ -332,7 +332,7 @@ TEST_P(HostValuesDev, F16WhereTheDeviceSupportsIt) {
   hb.copyin(h);
   Buffer o = dev.alloc<float>(4);
   dev.launch(k("hv_halfload"), {4}, {}, hb, o);
-  if (is_cl()) EXPECT_EQ(o.copyout<float>(), (std::vector<float>{1.f, -2.f, 0.5f, 65504.f}));
+  if (is_cl()) { EXPECT_EQ(o.copyout<float>(), (std::vector<float>{1.f, -2.f, 0.5f, 65504.f})); }
   dev.launch(k("hv_halfptr"), {4}, {}, hb);
 
   const std::string arith = "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n"
@@ -341,7 +341,7 @@ TEST_P(HostValuesDev, F16WhereTheDeviceSupportsIt) {
   if (dev.supports(DType::f16)) {
     Kernel hs = dev.compile(arith).kernel("hv_hscale");
     dev.launch(hs, {4}, {}, hb, half{0x4000});  // x 2
-    if (is_cl()) EXPECT_EQ(hb.copyout<uint16_t>(), (std::vector<uint16_t>{0x4000, 0xc400, 0x3c00, 0x7c00}));
+    if (is_cl()) { EXPECT_EQ(hb.copyout<uint16_t>(), (std::vector<uint16_t>{0x4000, 0xc400, 0x3c00, 0x7c00})); }
     std::string e = arg_error([&] { dev.launch(hs, {4}, {}, hb, 2.0f); });
     expect_has(e, {"half s", "expected f16, got f32"});
   } else {
