@@ -21,21 +21,33 @@ std::string param_name(const KernelParam& p, size_t j) {
   return "parameter " + std::to_string(j) + " (" + p.type_name + " " + p.name + ")";
 }
 
-// Whether integer `v` (of dtype `from`, bits as in ArgSpec) fits integer dtype `to`.
-bool int_fits(DType from, uint64_t bits, DType to) {
+// The integer in the low size(from) bytes of `bits` (as ArgSpec holds it), sign-extended when
+// `from` is signed.
+struct IntValue {
+  bool neg;
+  int64_t s;    // when neg
+  uint64_t u;   // when not
+};
+IntValue int_value(DType from, uint64_t bits) {
   const unsigned shift = 64 - 8 * static_cast<unsigned>(size(from));
   if (shift) bits &= ~uint64_t{0} >> shift;
-  const bool neg = is_signed(from) && (static_cast<int64_t>(bits << shift) >> shift) < 0;
-  const int64_t sv = static_cast<int64_t>(bits << shift) >> shift;
+  const int64_t s = static_cast<int64_t>(bits << shift) >> shift;
+  return {is_signed(from) && s < 0, s, bits};
+}
+
+std::string int_str(const IntValue& v) { return v.neg ? std::to_string(v.s) : std::to_string(v.u); }
+
+// Whether `v` fits integer dtype `to`.
+bool int_fits(const IntValue& v, DType to) {
   switch (to) {
-    case DType::i8: return neg ? sv >= INT8_MIN : bits <= INT8_MAX;
-    case DType::i16: return neg ? sv >= INT16_MIN : bits <= INT16_MAX;
-    case DType::i32: return neg ? sv >= INT32_MIN : bits <= INT32_MAX;
-    case DType::i64: return neg || bits <= INT64_MAX;
-    case DType::u8: return !neg && bits <= UINT8_MAX;
-    case DType::u16: return !neg && bits <= UINT16_MAX;
-    case DType::u32: return !neg && bits <= UINT32_MAX;
-    case DType::u64: return !neg;
+    case DType::i8: return v.neg ? v.s >= INT8_MIN : v.u <= INT8_MAX;
+    case DType::i16: return v.neg ? v.s >= INT16_MIN : v.u <= INT16_MAX;
+    case DType::i32: return v.neg ? v.s >= INT32_MIN : v.u <= INT32_MAX;
+    case DType::i64: return v.neg || v.u <= INT64_MAX;
+    case DType::u8: return !v.neg && v.u <= UINT8_MAX;
+    case DType::u16: return !v.neg && v.u <= UINT16_MAX;
+    case DType::u32: return !v.neg && v.u <= UINT32_MAX;
+    case DType::u64: return !v.neg;
     default: return false;
   }
 }
@@ -127,12 +139,13 @@ Compiled validate(const Workload& w, const Device& dev) {
         const VariableSpec* var = a.kind == ArgSpec::Kind::variable ? &w.variables[a.variable] : nullptr;
         if (a.kind == ArgSpec::Kind::scalar && a.dtype != *p.scalar && int_type(a.dtype) && int_type(*p.scalar)) {
           // an integer converts to the parameter's integer type when it fits, as at a launch
-          if (!int_fits(a.dtype, a.bits, *p.scalar))
-            fail(ap, "the " + std::string(encore::name(a.dtype)) + " value does not fit " + param_name(p, j) + " (" + want + ")");
+          const IntValue v = int_value(a.dtype, a.bits);
+          if (!int_fits(v, *p.scalar))
+            fail(ap, "the " + std::string(encore::name(a.dtype)) + " value " + int_str(v) + " does not fit " + param_name(p, j) + " (" + want + ")");
         } else if (var && var->type == VarType::i64 && !a.as_given && int_type(*p.scalar)) {
           // an int variable without "as" takes the parameter's integer type: every value must fit it
           for (size_t k = 0; k < var->ivalues.size(); ++k)
-            if (!int_fits(DType::i64, static_cast<uint64_t>(var->ivalues[k]), *p.scalar))
+            if (!int_fits(int_value(DType::i64, static_cast<uint64_t>(var->ivalues[k])), *p.scalar))
               fail(ap, "variable " + quote(var->name) + " value " + std::to_string(var->ivalues[k]) + " (values[" + std::to_string(k) +
                            "]) does not fit " + param_name(p, j) + " (" + want + ")");
         } else if (a.dtype != *p.scalar)

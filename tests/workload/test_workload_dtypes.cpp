@@ -116,7 +116,7 @@ TEST(WorkloadDtypes, HostValueFormsAndErrors) {
   // the names in the unknown-dtype message
   expect_error(with(base, R"("dtype": "bool")", R"("dtype": "boolean")"), "buffers.flags.dtype", "bool bf16");
   // an integer that does not fit the short parameter
-  expect_error(with(base, R"({"i32": -2})", R"({"i32": 40000})"), "step[0].args[2]", "does not fit parameter 2 (short k)");
+  expect_error(with(base, R"({"i32": -2})", R"({"i32": 40000})"), "step[0].args[2]", "value 40000 does not fit parameter 2 (short k)");
   // a float scalar still needs the parameter's type
   expect_error(with(base, R"({"i32": -2})", R"({"f32": -2})"), "step[0].args[2]", "(write {\"i16\": value})");
   // i16 is a scalar form of its own
@@ -126,6 +126,9 @@ TEST(WorkloadDtypes, HostValueFormsAndErrors) {
   expect_error(with(with(base, R"("max": 8, "values": [8, 3])", R"("max": 80000, "values": [8, 70000])"), R"({"var": "n"})",
                     R"({"var": "n", "as": "i16"})"),
                "step[1].args[2]", "does not fit");
+  // ... and without "as", the parameter's type it takes
+  expect_error(with(with(base, R"("max": 8, "values": [8, 3])", R"("max": 80000, "values": [8, 70000])"), "long n)", "short n)"),
+               "step[1].args[2]", "variable \"n\" value 70000 (values[1]) does not fit parameter 2 (short n)");
   // "as" takes every integer type but bool
   w = wl::parse(with(base, R"({"var": "n"})", R"({"var": "n", "as": "i64"})"), kData);
   EXPECT_TRUE(w.step[1].args[2].as_given);
