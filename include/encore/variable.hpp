@@ -2,7 +2,7 @@
 // A named per-call value: an integer with bounds (positions, lengths) or a float parameter
 // (learning rate, time step). Bind it each call; a new value never re-captures.
 //   encore::Variable pos{"pos", 1, 4096};
-//   dev.launch(k, {pos * 64}, {}, x, pos);   // pos as an int argument and in the launch size
+//   dev.launch(k, {pos * 64}, {}, x, pos);   // pos as an int (or long, ...) argument and in the launch size
 //   jit(x, pos.bind(17));
 //
 // Which value eager work sees (a binding belongs to a call and a thread):
