@@ -343,6 +343,11 @@ std::vector<std::string> resolve_pointees(std::vector<KernelSignature>& sigs, st
 }  // namespace encore::detail
 
 namespace encore::detail {
+// An integer of dtype `from` (its low size(from) bytes of `bits`) as dtype `to`: false when it does
+// not fit. Both integer dtypes (bool is 0..1). No allocation (the replay path binds through it).
+bool convert_integer(DType from, uint64_t bits, DType to, uint64_t& out);
+// "i32 holds -2147483648 to 2147483647", for messages.
+std::string integer_range(DType t);
 // Bits of a variable's value passed as `as`; ArgumentError when the value does not fit.
 uint64_t var_arg_bits(const VarState& v, int64_t ivalue, double fvalue, DType as);
 bool check_launch(uint32_t dims, const size_t* gws, const size_t* lws, const char* what);

@@ -71,6 +71,8 @@ TEST_P(BufferTest, EveryDtypeRoundTrips) {
       case DType::u16: round_trip<uint16_t>(dev, t, n); break;
       case DType::u32: round_trip<uint32_t>(dev, t, n); break;
       case DType::u64: round_trip<uint64_t>(dev, t, n); break;
+      case DType::boolean: round_trip<uint8_t>(dev, t, n); break;  // bool as bytes
+      case DType::bf16: round_trip<uint16_t>(dev, t, n); break;    // bf16 as raw bits
     }
   }
 }

@@ -77,6 +77,14 @@ class ENCORE_API Device {
   const DeviceInfo& info() const;
   const std::string& id() const { return info().id; }
   bool is_null() const;
+  // Whether kernels here can compute with `t` and take it by value: f16 needs cl_khr_fp16, f64
+  // cl_khr_fp64 (as OpenCL says); every other dtype always. Buffers of any dtype work on every
+  // device as storage (an f16 buffer is read and written with vload_half / vstore_half without
+  // the extension). A by-value half parameter where f16 is not supported is an ArgumentError at
+  // launch, and a failed build that mentions half says the extension is missing. The NULL device
+  // supports every dtype (it runs nothing). PoCL 3.1 on the CPU does not report cl_khr_fp16.
+  //   if (!dev.supports(encore::DType::f16)) use_f32_kernels();
+  bool supports(DType t) const;
 
   Buffer alloc(DType dtype, size_t count) const { return Buffer(*this, dtype, count); }
   template <class T> Buffer alloc(size_t count) const { return Buffer(*this, dtype_of<T>, count); }

@@ -117,12 +117,17 @@ typedef struct encore_unit_t* encore_unit;         /* a captured step, ready to 
 typedef struct encore_jit_t* encore_jit;           /* a TinyJit over a C step callback */
 typedef struct encore_event_t* encore_event;       /* completion of enqueued work */
 
-/* Element types (values start at 1: 0 is "none / default"). */
+/* Element types (values start at 1: 0 is "none / default").
+ * ENCORE_BOOL: 1 byte (0 or 1); kernels take such buffers as uchar* or char*.
+ * ENCORE_BF16: bfloat16 bits, storage only (buffers, copies, uploads); kernels take them as ushort*.
+ * ENCORE_F16: storage everywhere (vload_half / vstore_half); half arithmetic and by-value half
+ * parameters need cl_khr_fp16 (encore_device_supports). */
 typedef enum encore_dtype {
   ENCORE_DTYPE_DEFAULT = 0,
   ENCORE_F16 = 1, ENCORE_F32, ENCORE_F64,
   ENCORE_I8, ENCORE_I16, ENCORE_I32, ENCORE_I64,
   ENCORE_U8, ENCORE_U16, ENCORE_U32, ENCORE_U64,
+  ENCORE_BOOL, ENCORE_BF16,
   ENCORE_DTYPE_MAX_ENUM = 0x7fffffff /* (not a dtype: makes every int a valid value, as in C) */
 } encore_dtype;
 
@@ -146,6 +151,10 @@ ENCORE_C_API encore_status encore_device_open(const char* name, encore_device* o
 ENCORE_C_API encore_status encore_device_destroy(encore_device dev);
 /* The device's id ("CL:0", "NULL") and name; the strings live as long as the device. */
 ENCORE_C_API encore_status encore_device_info(encore_device dev, const char** id, const char** name);
+/* *out = 1 when kernels on the device can compute with `dtype` and take it by value (ENCORE_F16
+ * needs cl_khr_fp16, ENCORE_F64 cl_khr_fp64; the others always), else 0. Buffers of every dtype
+ * work everywhere as storage. */
+ENCORE_C_API encore_status encore_device_supports(encore_device dev, encore_dtype dtype, int* out);
 /* Waits until all work queued on the device has finished. */
 ENCORE_C_API encore_status encore_device_synchronize(encore_device dev);
 /* Splits the device into `parts` sub-devices (compute units / parts compute units each, one new
@@ -205,7 +214,9 @@ ENCORE_C_API encore_status encore_kernel_destroy(encore_kernel kernel);
 
 /* ---- variables --------------------------------------------------------------------------- */
 
-/* An integer variable with inclusive bounds; passed to kernels as i32 unless asked otherwise. */
+/* An integer variable with inclusive bounds. Passed with encore_arg_variable it takes the kernel
+ * parameter's integer type (int, long, ulong, ...: each value is checked against it when bound);
+ * encore_arg_variable_as fixes the type, which must then be the parameter's. */
 ENCORE_C_API encore_status encore_variable_create_int(const char* name, int64_t min, int64_t max, encore_variable* out);
 /* A float variable passed to kernels as float; its bounds are clamped to the float range (+-FLT_MAX),
  * so a value that would reach the kernel as inf is ENCORE_ERROR_INVALID_ARGUMENT. */
@@ -226,6 +237,9 @@ typedef enum encore_arg_kind {
   ENCORE_ARG_BUFFER_IN,
   ENCORE_ARG_BUFFER_OUT,
   ENCORE_ARG_BUFFER_INOUT,
+  /* A host integer converts to the parameter's integer type when its value fits (a size_t
+   * passed with encore_arg_u64 to an int parameter); a value out of range is
+   * ENCORE_ERROR_INVALID_ARGUMENT naming the parameter, the value and the type's range. */
   ENCORE_ARG_I32, ENCORE_ARG_U32, ENCORE_ARG_I64, ENCORE_ARG_U64, ENCORE_ARG_F32, ENCORE_ARG_F64,
   ENCORE_ARG_VARIABLE,     /* value.variable: its current value per call */
   ENCORE_ARG_LOCAL_BYTES,  /* value.local_bytes of __local memory */

@@ -52,12 +52,19 @@ struct ENCORE_API Arg {
   uint64_t bits = 0;         // scalar value, little-endian in the low bytes
   std::optional<Variable> var;
   size_t local_bytes = 0;
+  // Scalars and variables of another type than their parameter: a host integer converts to an
+  // integer parameter when it fits (ArgumentError naming the value and the range otherwise), an
+  // integer Variable takes an integer parameter's type (each value checked when bound). exact
+  // (set by Variable::as) keeps the type given: it must be the parameter's.
+  bool exact = false;
 
   Arg(const Buffer& b) : kind(Kind::buffer), buf(b) {}  // NOLINT
   Arg(const BufferArg& b) : kind(Kind::buffer), buf(b.buf), access(b.access) {}  // NOLINT
-  Arg(const Variable& v);  // NOLINT: i32 for integer variables, its own type for float ones
-  Arg(const Variable::As& v) : kind(Kind::variable), dtype(v.type), var(v.var) {}  // NOLINT
+  Arg(const Variable& v);  // NOLINT: an integer parameter's type for integer variables, its own type for float ones
+  Arg(const Variable::As& v) : kind(Kind::variable), dtype(v.type), var(v.var), exact(true) {}  // NOLINT
   Arg(LocalMem l) : kind(Kind::local), local_bytes(l.bytes) {}  // NOLINT
+  // Any value with a dtype: every integral type (bool, char, long long, size_t, ...), float,
+  // double, encore::half, encore::bfloat16.
   template <class T, class = std::enable_if_t<has_dtype<T>>>
   Arg(T v) : kind(Kind::scalar), dtype(dtype_of<T>) { std::memcpy(&bits, &v, sizeof(T)); }  // NOLINT
 };

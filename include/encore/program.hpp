@@ -54,9 +54,13 @@ struct KernelParam {
            : (const_data || space == AddressSpace::constant) ? Access::in : Access::inout;
   }
   // Whether a buffer of `count` elements of `dtype` may be passed to this pointer parameter: its
-  // pointee's element type, in whole pointees (a float4* takes f32 buffers of 4k elements).
+  // pointee's element type, in whole pointees (a float4* takes f32 buffers of 4k elements). bf16
+  // buffers go to ushort* (bf16's bits), bool buffers to uchar* / char* (which take any buffer: the
+  // size of OpenCL C's bool is the compiler's choice, so a bool* parameter is not checked), f16
+  // buffers to half*.
   bool accepts(DType dtype, size_t count) const {
-    return !pointee || (dtype == *pointee && count % pointee_lanes == 0);
+    // bf16 has no OpenCL C type: kernels take its bits as ushort
+    return !pointee || ((dtype == *pointee || (dtype == DType::bf16 && *pointee == DType::u16)) && count % pointee_lanes == 0);
   }
 };
 

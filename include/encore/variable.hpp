@@ -2,7 +2,7 @@
 // A named per-call value: an integer with bounds (positions, lengths) or a float parameter
 // (learning rate, time step). Bind it each call; a new value never re-captures.
 //   encore::Variable pos{"pos", 1, 4096};
-//   dev.launch(k, {pos * 64}, {}, x, pos);   // pos as an int argument and in the launch size
+//   dev.launch(k, {pos * 64}, {}, x, pos);   // pos as an int (or long, ...) argument and in the launch size
 //   jit(x, pos.bind(17));
 //
 // Which value eager work sees (a binding belongs to a call and a thread):
@@ -65,7 +65,10 @@ class ENCORE_API Variable {
   int64_t value() const;   // this thread's current integer value (see the rule above)
   double fvalue() const;   // this thread's current float value
 
-  // As a kernel argument the variable is passed as i32 unless asked otherwise (i32/u32/i64/u64).
+  // As a kernel argument an integer variable takes the parameter's integer type (an int, a long, a
+  // ulong parameter: each value is checked against that type when bound); as(t) fixes the type
+  // (any integer dtype but bool), which must then be the parameter's. A float variable is passed
+  // as its own type.
   struct As;
   As as(DType t) const;
 

@@ -93,6 +93,7 @@ struct ArgSpec {
   bool view = false;                    //   offset/count given
   size_t offset = 0, count = 0;         //   elements; count resolved against the buffer
   DType dtype = DType::i32;             // scalar type, or the variable's argument type
+  bool as_given = false;                //   variable: "as" fixes dtype; without it an int variable takes an integer parameter's type
   uint64_t bits = 0;                    // scalar value, little-endian in the low bytes
   int variable = -1;                    // variable
   size_t local_bytes = 0;               // local
@@ -157,6 +158,8 @@ ENCORE_API uint64_t splitmix64(uint64_t x);
 ENCORE_API double uniform_value(double lo, double hi, uint64_t seed, uint64_t i);
 ENCORE_API uint16_t f16_from_double(double v);  // round to nearest even; overflow gives inf
 ENCORE_API double f16_to_double(uint16_t bits);
+ENCORE_API uint16_t bf16_from_double(double v);  // round to nearest even; overflow gives inf
+ENCORE_API double bf16_to_double(uint16_t bits);
 
 // Element comparison under the workload's tolerance (bitwise when it has none).
 struct Tolerance {

@@ -197,9 +197,11 @@ DType to_dtype(int32_t t, const char* what) {
     case ENCORE_U16: return DType::u16;
     case ENCORE_U32: return DType::u32;
     case ENCORE_U64: return DType::u64;
+    case ENCORE_BOOL: return DType::boolean;
+    case ENCORE_BF16: return DType::bf16;
     default: break;
   }
-  fail(ENCORE_ERROR_INVALID_ARGUMENT, std::string(what) + ": expected an encore_dtype (ENCORE_F16 .. ENCORE_U64), found " +
+  fail(ENCORE_ERROR_INVALID_ARGUMENT, std::string(what) + ": expected an encore_dtype (ENCORE_F16 .. ENCORE_BF16), found " +
                                           std::to_string(t));
 }
 
@@ -216,6 +218,8 @@ encore_dtype from_dtype(DType t) {
     case DType::u16: return ENCORE_U16;
     case DType::u32: return ENCORE_U32;
     case DType::u64: return ENCORE_U64;
+    case DType::boolean: return ENCORE_BOOL;
+    case DType::bf16: return ENCORE_BF16;
   }
   return ENCORE_DTYPE_DEFAULT;
 }
@@ -265,7 +269,7 @@ Arg to_arg(const encore_arg& a, size_t i) {
       auto v = get_at<VariableObj>(a.value.variable.var, "args", i);
       const int32_t as = enum_bits(a.value.variable.as);
       if (as == ENCORE_DTYPE_DEFAULT) return Arg(v->var);
-      if (as < ENCORE_F16 || as > ENCORE_U64) to_dtype(as, (what() + ".value.variable.as").c_str());
+      if (as < ENCORE_F16 || as > ENCORE_BF16) to_dtype(as, (what() + ".value.variable.as").c_str());
       return Arg(v->var.as(to_dtype(as, "")));
     }
     case ENCORE_ARG_LOCAL_BYTES: return Arg(LocalMem{a.value.local_bytes});
@@ -339,7 +343,7 @@ const char* encore_version(void) { return ENCORE_CAPI_VERSION; }
 
 size_t encore_dtype_size(encore_dtype dtype) {
   const int32_t t = enum_bits(dtype);
-  if (t < ENCORE_F16 || t > ENCORE_U64) return 0;
+  if (t < ENCORE_F16 || t > ENCORE_BF16) return 0;
   return size(to_dtype(t, "dtype"));
 }
 
@@ -364,6 +368,15 @@ encore_status encore_device_info(encore_device dev, const char** id, const char*
     need(name, "name");
     *id = d->dev.info().id.c_str();  // DeviceInfo lives with the device
     *name = d->dev.info().name.c_str();
+  });
+}
+
+encore_status encore_device_supports(encore_device dev, encore_dtype dtype, int* out) {
+  return guard(__func__, [&] {
+    need(out, "out");
+    *out = 0;
+    auto d = get<DeviceObj>(dev, "dev");
+    *out = d->dev.supports(to_dtype(enum_bits(dtype), "dtype")) ? 1 : 0;
   });
 }
 

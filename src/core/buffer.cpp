@@ -201,7 +201,9 @@ Buffer Buffer::as(DType t) const {
 
 void Buffer::check_type(DType t, size_t elem, bool known) const {
   BufferImpl& b = need(impl_);
-  if (!known || size(t) != elem || !(t == b.dtype || (b.dtype == DType::f16 && t == DType::u16)))
+  // f16 and bf16 buffers also take their raw bits (uint16_t), bool buffers bytes (uint8_t)
+  const bool raw = (t == DType::u16 && (b.dtype == DType::f16 || b.dtype == DType::bf16)) || (t == DType::u8 && b.dtype == DType::boolean);
+  if (!known || size(t) != elem || !(t == b.dtype || raw))
     throw ArgumentError("Buffer copy: host element type " + std::string(known ? encore::name(t) : "unknown") +
                         " does not match " + describe());
 }

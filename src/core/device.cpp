@@ -197,6 +197,14 @@ static detail::DeviceImpl& need(const std::shared_ptr<detail::DeviceImpl>& d) {
 
 const DeviceInfo& Device::info() const { return need(impl_).info; }
 bool Device::is_null() const { return need(impl_).is_null(); }
+
+bool Device::supports(DType t) const {
+  const char* ext = t == DType::f16 ? "cl_khr_fp16" : t == DType::f64 ? "cl_khr_fp64" : nullptr;
+  if (!ext) return true;
+  for (const auto& e : need(impl_).info.extensions)
+    if (e.first == ext) return true;
+  return false;
+}
 AllocatorStats Device::allocator_stats() const { return need(impl_).allocator->stats(); }
 void Device::free_cache() const { need(impl_).allocator->release_cache(); }
 

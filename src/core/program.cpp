@@ -39,6 +39,24 @@ detail::ProgramImpl::~ProgramImpl() {
   save();
 }
 
+// A build failure that mentions half on a device without cl_khr_fp16 says so: the compiler's own
+// words ("declaring function parameter of type '__private half' is not allowed") do not.
+static detail::BuildResult build_explained(const Device& dev, const std::string& source, const std::string& options) {
+  try {
+    return dev.impl()->build(source, options, nullptr, nullptr);
+  } catch (const CompileError& e) {
+    const std::string& log = e.log();
+    if (dev.supports(DType::f16) || (log.find("half") == std::string::npos && log.find("fp16") == std::string::npos)) throw;
+    std::string what = e.what();
+    what = what.substr(0, what.find("\n--- build log ---\n"));
+    throw CompileError(what + "\nnote: " + dev.id() + " (" + dev.info().name +
+                           ") does not report cl_khr_fp16, which half arithmetic, half loads and stores through pointers and "
+                           "by-value half parameters need; f16 buffers still work as storage through vload_half / vstore_half "
+                           "(Device::supports(DType::f16) tells beforehand)",
+                       log);
+  }
+}
+
 Program Device::compile(const std::string& source, const std::string& options) const {
   detail::DeviceImpl& d = *shared_impl();
   std::lock_guard<std::mutex> lock(d.programs_mu);
@@ -72,7 +90,7 @@ Program Device::compile(const std::string& source, const std::string& options) c
     }
   }
   if (!p->backend) {
-    detail::BuildResult r = d.build(source, options, nullptr, nullptr);
+    detail::BuildResult r = build_explained(*this, source, options);
     p->backend = std::move(r.program);
     p->kernels = std::move(r.kernels);
     p->save();

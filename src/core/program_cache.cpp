@@ -235,7 +235,7 @@ std::optional<CacheEntry> cache_load(const std::string& path, const std::string&
         p.const_data = r.u8() != 0;
         uint8_t has = r.u8(), t = r.u8();
         if (has) {
-          if (t > static_cast<uint8_t>(DType::u64)) throw std::runtime_error("bad dtype");
+          if (t > static_cast<uint8_t>(DType::bf16)) throw std::runtime_error("bad dtype");  // the last dtype
           p.scalar = static_cast<DType>(t);
         }
         sig.params.push_back(std::move(p));

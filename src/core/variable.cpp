@@ -145,11 +145,11 @@ int64_t Variable::value() const { return detail::lookup(*s_, nullptr).i; }
 double Variable::fvalue() const { return detail::lookup(*s_, nullptr).f; }
 
 Variable::As Variable::as(DType t) const {
-  bool ok = s_->type == VarType::i64 ? (t == DType::i32 || t == DType::u32 || t == DType::i64 || t == DType::u64)
+  bool ok = s_->type == VarType::i64 ? is_integer(t) && t != DType::boolean
                                      : (t == (s_->type == VarType::f32 ? DType::f32 : DType::f64));
   if (!ok)
     throw ArgumentError("Variable \"" + s_->name + "\" cannot be passed as " + std::string(encore::name(t)) +
-                        (s_->type == VarType::i64 ? " (integer variables: i32, u32, i64, u64)" : " (a float variable is passed as its own type)"));
+                        (s_->type == VarType::i64 ? " (integer variables: i8 to i64, u8 to u64)" : " (a float variable is passed as its own type)"));
   return As{*this, t};
 }
 

@@ -14,25 +14,15 @@ namespace detail {
 
 uint64_t var_arg_bits(const VarState& v, int64_t iv, double fv, DType as) {
   uint64_t bits = 0;
-  auto too_big = [&](const char* t) {
-    return ArgumentError("variable \"" + v.name + "\" = " + std::to_string(iv) + " does not fit its kernel argument type " + t);
-  };
   switch (as) {
-    case DType::i32:
-      if (iv < std::numeric_limits<int32_t>::min() || iv > std::numeric_limits<int32_t>::max()) throw too_big("i32");
-      { int32_t x = static_cast<int32_t>(iv); std::memcpy(&bits, &x, 4); }
-      break;
-    case DType::u32:
-      if (iv < 0 || iv > std::numeric_limits<uint32_t>::max()) throw too_big("u32");
-      { uint32_t x = static_cast<uint32_t>(iv); std::memcpy(&bits, &x, 4); }
-      break;
-    case DType::i64: std::memcpy(&bits, &iv, 8); break;
-    case DType::u64:
-      if (iv < 0) throw too_big("u64");
-      std::memcpy(&bits, &iv, 8);
-      break;
     case DType::f32: { float x = static_cast<float>(fv); std::memcpy(&bits, &x, 4); } break;
     case DType::f64: std::memcpy(&bits, &fv, 8); break;
+    case DType::i8: case DType::i16: case DType::i32: case DType::i64:
+    case DType::u8: case DType::u16: case DType::u32: case DType::u64:
+      if (!convert_integer(DType::i64, static_cast<uint64_t>(iv), as, bits))
+        throw ArgumentError("variable \"" + v.name + "\" = " + std::to_string(iv) + " does not fit its kernel argument type " +
+                            std::string(name(as)) + " (" + integer_range(as) + ")");
+      break;
     default: throw ArgumentError("variable \"" + v.name + "\" cannot be passed as " + std::string(name(as)));
   }
   return bits;
@@ -163,6 +153,33 @@ static std::string pointee_mismatch(const KernelParam& p, const Buffer& b) {
          "buf.as(DType::" + want + ")";
 }
 
+// A scalar or variable argument of another type than its parameter `want`: a host integer converts
+// to an integer parameter when its value fits, an integer Variable passed without as() takes the
+// parameter's integer type (each value checked when it is bound); anything else is an error.
+template <class Where> static void adapt_scalar(Arg& a, DType want, const Where& where) {
+  if (a.kind == Arg::Kind::scalar && is_integer(a.dtype) && is_integer(want) && want != DType::boolean) {
+    uint64_t bits = 0;
+    if (!convert_integer(a.dtype, a.bits, want, bits))
+      throw ArgumentError(where() + ": the host value " + value_str(a.dtype, &a.bits) + " (" + std::string(encore::name(a.dtype)) +
+                          ") does not fit the parameter's type (" + integer_range(want) + ")");
+    a.dtype = want;
+    a.bits = bits;
+    return;
+  }
+  if (a.kind == Arg::Kind::variable && !a.exact && !a.var->is_float() && is_integer(want) && want != DType::boolean) {
+    a.dtype = want;
+    return;
+  }
+  // only errors from here on: the strings are built for the message alone
+  const std::string w(encore::name(want)), got(encore::name(a.dtype));
+  if (a.kind == Arg::Kind::variable)
+    throw ArgumentError(where() + ": expected " + w + ", got variable \"" + a.var->name() + "\" passed as " + got +
+                        (a.exact            ? " (as(DType::" + got + ") given; drop it to take the parameter's type)"
+                         : a.var->is_float() ? std::string(" (a float variable is passed as its own type)")
+                                             : std::string(" (an integer variable cannot be a float argument: use Variable::f32 or f64)")));
+  throw ArgumentError(where() + ": expected " + w + ", got " + got + " (" + value_str(a.dtype, &a.bits) + "; cast the value to the parameter's type)");
+}
+
 static void record(ExecItem&& item) {
   if (Recorder* r = current_recorder()) r->items.push_back(std::move(item));
 }
@@ -204,9 +221,9 @@ void Device::launch_args(const Kernel& k, const Sizes& global, const Sizes& loca
       if (!p.scalar) throw ArgumentError(where(i) + ": unsupported parameter type " + p.type_name);
       if (a.kind != Arg::Kind::scalar && a.kind != Arg::Kind::variable)
         throw ArgumentError(where(i) + ": expected a " + std::string(encore::name(*p.scalar)) + " scalar");
-      if (a.dtype != *p.scalar)
-        throw ArgumentError(where(i) + ": expected " + std::string(encore::name(*p.scalar)) + ", got " + std::string(encore::name(a.dtype)) +
-                            (a.kind == Arg::Kind::variable ? " (pass var.as(DType::...))" : " (cast the value to the parameter's type)"));
+      if (a.dtype != *p.scalar) adapt_scalar(a, *p.scalar, [&] { return where(i); });
+      if (*p.scalar == DType::f16 && !supports(DType::f16))
+        throw ArgumentError(where(i) + ": a by-value half needs cl_khr_fp16, which " + id() + " (" + info().name + ") does not report");
     }
   }
   check_local_memory(*ki.program->dev, *ki.eager, args, k.name());

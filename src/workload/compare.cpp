@@ -20,6 +20,8 @@ template <class T> T load(const unsigned char* p) {
 long double value(DType t, const unsigned char* p) {
   switch (t) {
     case DType::f16: return f16_to_double(load<uint16_t>(p));
+    case DType::bf16: return bf16_to_double(load<uint16_t>(p));
+    case DType::boolean: return load<uint8_t>(p);
     case DType::f32: return load<float>(p);
     case DType::f64: return load<double>(p);
     case DType::i8: return load<int8_t>(p);
@@ -57,7 +59,7 @@ Diff compare(DType t, const unsigned char* a, const unsigned char* b, size_t cou
 std::string format_element(DType t, const unsigned char* p) {
   std::ostringstream s;
   if (is_float(t)) {
-    s.precision(t == DType::f64 ? 17 : t == DType::f32 ? 9 : 5);
+    s.precision(t == DType::f64 ? 17 : t == DType::f32 ? 9 : t == DType::bf16 ? 4 : 5);
     s << static_cast<double>(value(t, p));
   } else if (is_signed(t)) {
     s << static_cast<long long>(value(t, p));

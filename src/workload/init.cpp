@@ -55,6 +55,28 @@ double f16_to_double(uint16_t h) {
   return s * std::ldexp(1024 + m, e - 25);
 }
 
+uint16_t bf16_from_double(double v) {
+  uint16_t sign = std::signbit(v) ? 0x8000 : 0;
+  if (std::isnan(v)) return sign | 0x7fc0;
+  double a = std::fabs(v);
+  if (a >= 0x1.ffp127) return sign | 0x7f80;  // the midpoint between the largest bf16 and 2^128: rounds to inf (even)
+  if (a < 0x1p-126) {                          // subnormal (or zero): a multiple of 2^-133
+    double m = std::nearbyint(a * 0x1p133);
+    return sign | static_cast<uint16_t>(m);    // m == 128 encodes the smallest normal
+  }
+  int e;
+  std::frexp(a, &e);
+  double m = std::nearbyint(std::ldexp(a, 8 - e));  // 8 significant bits in [128, 256]
+  return sign | static_cast<uint16_t>(((e - 1 + 127) << 7) + static_cast<int>(m) - 128);
+}
+
+double bf16_to_double(uint16_t h) {
+  const uint32_t u = uint32_t{h} << 16;  // bf16 is the upper half of an f32
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
 namespace detail {
 
 namespace {
@@ -72,6 +94,7 @@ bool store_int(DType t, i128 v, unsigned char* dst) {
     case DType::u16: if (!in(0, UINT16_MAX)) return false; put<uint16_t>(dst, uint16_t(v)); return true;
     case DType::u32: if (!in(0, UINT32_MAX)) return false; put<uint32_t>(dst, uint32_t(v)); return true;
     case DType::u64: if (!in(0, UINT64_MAX)) return false; put<uint64_t>(dst, uint64_t(v)); return true;
+    case DType::boolean: if (!in(0, 1)) return false; put<uint8_t>(dst, uint8_t(v)); return true;
     default: return false;
   }
 }
@@ -145,6 +168,12 @@ bool store_double(DType t, double v, unsigned char* dst) {
     case DType::f16: {
       uint16_t h = f16_from_double(v);
       if ((h & 0x7fff) == 0x7c00) return false;
+      put<uint16_t>(dst, h);
+      return true;
+    }
+    case DType::bf16: {
+      uint16_t h = bf16_from_double(v);
+      if ((h & 0x7fff) == 0x7f80) return false;
       put<uint16_t>(dst, h);
       return true;
     }

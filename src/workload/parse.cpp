@@ -344,18 +344,27 @@ struct Parser {
       if (const JNode* as = o.opt("as")) {
         const std::string& s = as_string(*as, o.at("as"));
         auto t = parse_dtype(s);
-        bool ok = v.type == VarType::i64 ? (t == DType::i32 || t == DType::u32 || t == DType::i64 || t == DType::u64) : t == a.dtype;
+        bool ok = v.type == VarType::i64 ? t && is_integer(*t) && *t != DType::boolean : t == a.dtype;
         if (!ok)
-          fail(o.at("as"), v.type == VarType::i64 ? "an int variable is passed as i32, u32, i64 or u64, not " + quote(s)
+          fail(o.at("as"), v.type == VarType::i64 ? "an int variable is passed as an integer type (i8 .. i64, u8 .. u64), not " + quote(s)
                                                   : "a float variable is passed as its own type (" + std::string(encore::name(a.dtype)) + ")");
         a.dtype = *t;
+        a.as_given = true;
       }
-      if (v.type == VarType::i64)
+      if (v.type == VarType::i64 && a.as_given)  // else checked against the parameter's type (validate)
         for (size_t k = 0; k < v.ivalues.size(); ++k) {
           int64_t x = v.ivalues[k];
-          bool fits = a.dtype == DType::i32 ? (x >= INT32_MIN && x <= INT32_MAX)
-                      : a.dtype == DType::u32 ? (x >= 0 && x <= int64_t(UINT32_MAX))
-                      : a.dtype == DType::u64 ? x >= 0 : true;
+          bool fits = true;
+          switch (a.dtype) {
+            case DType::i8: fits = x >= INT8_MIN && x <= INT8_MAX; break;
+            case DType::i16: fits = x >= INT16_MIN && x <= INT16_MAX; break;
+            case DType::i32: fits = x >= INT32_MIN && x <= INT32_MAX; break;
+            case DType::u8: fits = x >= 0 && x <= UINT8_MAX; break;
+            case DType::u16: fits = x >= 0 && x <= UINT16_MAX; break;
+            case DType::u32: fits = x >= 0 && x <= int64_t{UINT32_MAX}; break;
+            case DType::u64: fits = x >= 0; break;
+            default: break;
+          }
           if (!fits)
             fail(path, "variable " + quote(v.name) + " value " + std::to_string(x) + " (values[" + std::to_string(k) + "]) does not fit " +
                            std::string(encore::name(a.dtype)));
@@ -368,17 +377,21 @@ struct Parser {
       o.done("local");
     } else {
       a.kind = ArgSpec::Kind::scalar;
-      static constexpr const char* kinds[] = {"i32", "u32", "i64", "u64", "f32", "f64"};
+      static constexpr const char* kinds[] = {"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64"};
       int found = 0;
       for (const char* k : kinds) found += o.has(k);
       if (found != 1 || n.members.size() != 1)
         fail(path, "unknown argument form (a buffer name, {\"buf\": ...}, {\"var\": ...}, {\"local\": bytes}, or one scalar: "
-                   "{\"i32\"|\"u32\"|\"i64\"|\"u64\"|\"f32\"|\"f64\": value})");
+                   "{\"i8\"|\"i16\"|\"i32\"|\"i64\"|\"u8\"|\"u16\"|\"u32\"|\"u64\"|\"f32\"|\"f64\": value})");
       const std::string& key = n.members[0].first;
       const JNode& v = *o.opt(key);
       std::string p = o.at(key);
       a.dtype = *parse_dtype(key);
       switch (a.dtype) {
+        case DType::i8: a.bits = static_cast<uint8_t>(static_cast<int8_t>(as_int(v, p, INT8_MIN, INT8_MAX))); break;
+        case DType::i16: a.bits = static_cast<uint16_t>(static_cast<int16_t>(as_int(v, p, INT16_MIN, INT16_MAX))); break;
+        case DType::u8: a.bits = as_uint(v, p, UINT8_MAX); break;
+        case DType::u16: a.bits = as_uint(v, p, UINT16_MAX); break;
         case DType::i32: a.bits = static_cast<uint32_t>(static_cast<int32_t>(as_int(v, p, INT32_MIN, INT32_MAX))); break;
         case DType::u32: a.bits = as_uint(v, p, UINT32_MAX); break;
         case DType::i64: a.bits = static_cast<uint64_t>(as_int(v, p, INT64_MIN, INT64_MAX)); break;

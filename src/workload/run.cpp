@@ -104,7 +104,7 @@ class Runner {
           }
           case ArgSpec::Kind::variable:
             used_var[a.variable] = true;
-            args.emplace_back(vars_[a.variable].is_float() ? Arg(vars_[a.variable]) : Arg(vars_[a.variable].as(a.dtype)));
+            args.emplace_back(a.as_given ? Arg(vars_[a.variable].as(a.dtype)) : Arg(vars_[a.variable]));
             break;
           case ArgSpec::Kind::local: args.emplace_back(LocalMem{a.local_bytes}); break;
         }

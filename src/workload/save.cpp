@@ -211,6 +211,10 @@ class Saver {
 
   std::string scalar(const Arg& a, const std::string& path) {
     switch (a.dtype) {
+      case DType::i8: return "{\"i8\": " + std::to_string(static_cast<int8_t>(static_cast<uint8_t>(a.bits))) + "}";
+      case DType::i16: return "{\"i16\": " + std::to_string(static_cast<int16_t>(static_cast<uint16_t>(a.bits))) + "}";
+      case DType::u8: return "{\"u8\": " + std::to_string(static_cast<uint8_t>(a.bits)) + "}";
+      case DType::u16: return "{\"u16\": " + std::to_string(static_cast<uint16_t>(a.bits)) + "}";
       case DType::i32: return "{\"i32\": " + std::to_string(static_cast<int32_t>(static_cast<uint32_t>(a.bits))) + "}";
       case DType::u32: return "{\"u32\": " + std::to_string(static_cast<uint32_t>(a.bits)) + "}";
       case DType::i64: return "{\"i64\": " + std::to_string(static_cast<int64_t>(a.bits)) + "}";

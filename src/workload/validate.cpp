@@ -21,6 +21,39 @@ std::string param_name(const KernelParam& p, size_t j) {
   return "parameter " + std::to_string(j) + " (" + p.type_name + " " + p.name + ")";
 }
 
+// The integer in the low size(from) bytes of `bits` (as ArgSpec holds it), sign-extended when
+// `from` is signed.
+struct IntValue {
+  bool neg;
+  int64_t s;    // when neg
+  uint64_t u;   // when not
+};
+IntValue int_value(DType from, uint64_t bits) {
+  const unsigned shift = 64 - 8 * static_cast<unsigned>(size(from));
+  if (shift) bits &= ~uint64_t{0} >> shift;
+  const int64_t s = static_cast<int64_t>(bits << shift) >> shift;
+  return {is_signed(from) && s < 0, s, bits};
+}
+
+std::string int_str(const IntValue& v) { return v.neg ? std::to_string(v.s) : std::to_string(v.u); }
+
+// Whether `v` fits integer dtype `to`.
+bool int_fits(const IntValue& v, DType to) {
+  switch (to) {
+    case DType::i8: return v.neg ? v.s >= INT8_MIN : v.u <= INT8_MAX;
+    case DType::i16: return v.neg ? v.s >= INT16_MIN : v.u <= INT16_MAX;
+    case DType::i32: return v.neg ? v.s >= INT32_MIN : v.u <= INT32_MAX;
+    case DType::i64: return v.neg || v.u <= INT64_MAX;
+    case DType::u8: return !v.neg && v.u <= UINT8_MAX;
+    case DType::u16: return !v.neg && v.u <= UINT16_MAX;
+    case DType::u32: return !v.neg && v.u <= UINT32_MAX;
+    case DType::u64: return !v.neg;
+    default: return false;
+  }
+}
+
+bool int_type(DType t) { return is_integer(t) && t != DType::boolean; }
+
 }  // namespace
 
 Compiled validate(const Workload& w, const Device& dev) {
@@ -103,7 +136,19 @@ Compiled validate(const Workload& w, const Device& dev) {
         if (!p.scalar) fail(ap, param_name(p, j) + " has a type workload files cannot pass");
         std::string want = std::string(encore::name(*p.scalar));
         if (a.kind != ArgSpec::Kind::scalar && a.kind != ArgSpec::Kind::variable) mismatch("a " + want + " scalar");
-        if (a.dtype != *p.scalar)
+        const VariableSpec* var = a.kind == ArgSpec::Kind::variable ? &w.variables[a.variable] : nullptr;
+        if (a.kind == ArgSpec::Kind::scalar && a.dtype != *p.scalar && int_type(a.dtype) && int_type(*p.scalar)) {
+          // an integer converts to the parameter's integer type when it fits, as at a launch
+          const IntValue v = int_value(a.dtype, a.bits);
+          if (!int_fits(v, *p.scalar))
+            fail(ap, "the " + std::string(encore::name(a.dtype)) + " value " + int_str(v) + " does not fit " + param_name(p, j) + " (" + want + ")");
+        } else if (var && var->type == VarType::i64 && !a.as_given && int_type(*p.scalar)) {
+          // an int variable without "as" takes the parameter's integer type: every value must fit it
+          for (size_t k = 0; k < var->ivalues.size(); ++k)
+            if (!int_fits(int_value(DType::i64, static_cast<uint64_t>(var->ivalues[k])), *p.scalar))
+              fail(ap, "variable " + quote(var->name) + " value " + std::to_string(var->ivalues[k]) + " (values[" + std::to_string(k) +
+                           "]) does not fit " + param_name(p, j) + " (" + want + ")");
+        } else if (a.dtype != *p.scalar)
           fail(ap, std::string(a.kind == ArgSpec::Kind::variable ? "variable passed as " : "scalar of type ") + std::string(encore::name(a.dtype)) +
                        " given for " + param_name(p, j) + ", which takes " + want +
                        (a.kind == ArgSpec::Kind::variable ? " (use \"as\")" : " (write {\"" + want + "\": value})"));

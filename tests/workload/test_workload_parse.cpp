@@ -129,7 +129,7 @@ TEST(WorkloadParse, MoreInvalid) {
   expect_error(base("", R"({"launch": "p.addk", "args": [], "global": [4], "local": [2, 1]})"), "step[0].local", "dimensions");
   expect_error(base("", R"({"launch": "p.addk", "args": [], "global": [4], "local": [0]})"), "step[0].local[0]", "> 0");
   expect_error(base("", R"({"launch": "p.addk", "args": [{"i32": 2147483648}], "global": [1]})"), "step[0].args[0].i32", "out of range");
-  expect_error(base("", R"({"launch": "p.addk", "args": [{"i16": 2}], "global": [1]})"), "step[0].args[0]", "unknown argument form");
+  expect_error(base("", R"({"launch": "p.addk", "args": [{"f16": 2}], "global": [1]})"), "step[0].args[0]", "unknown argument form");
   expect_error(base("", R"({"launch": "p.addk", "args": [{"var": "n", "as": "f32"}], "global": [1]})"), "step[0].args[0].as", "int variable");
   expect_error(base("", R"({"launch": "p.addk", "args": [{"buf": "a", "offset": 64}], "global": [1]})"), "step[0].args[0].offset", "out of range");
   expect_error(base("", R"({"launch": "p.addk", "args": [{"buf": "a", "offset": 32, "count": 33}], "global": [1]})"), "step[0].args[0].count", "out of range");

@@ -381,11 +381,12 @@ TEST(WorkloadSave, NamesAreMadeValidAndUnique) {
 
 TEST(WorkloadSave, UnsupportedScalarTypeIsAWorkloadError) {
   encore::Device dev = encore::Device::open("NULL");
-  encore::Program p = dev.compile("__kernel void addc(__global int* a, char k) { a[0] += k; }");
-  Buffer a = dev.alloc(DType::i32, 4);
+  // (every integer scalar can be written; a by-value half cannot)
+  encore::Program p = dev.compile("__kernel void addc(__global half* a, half k) { a[0] += k; }");
+  Buffer a = dev.alloc(DType::f16, 4);
   encore::Capture cap;
   cap.add_input(a);
-  dev.launch(p.kernel("addc"), {1}, {}, a, int8_t(3));
+  dev.launch(p.kernel("addc"), {1}, {}, a, encore::half{0x3c00});
   encore::ExecutionUnit unit = cap.end();
   std::filesystem::path dir = fresh_dir("unsupported");
   try {
