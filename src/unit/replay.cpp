@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "testing.hpp"
+#include "exec/kind.hpp"
 #include "unit/unit.hpp"
 
 namespace encore::detail {
@@ -49,37 +50,13 @@ void check_inputs(UnitImpl& u) {
   u.changed_slots.clear();
 }
 
-// This replay's events at `slots`, gathered into one array (null where an item did not run).
-static NativeEvent* const* gather(Binding& bd, const uint32_t* slots, size_t n) {
-  for (size_t i = 0; i < n; ++i) bd.gather[i] = bd.events[slots[i]];
-  return bd.gather.data();
-}
+// The replay of one bound item: its kind's (src/exec/<kind>_item.cpp).
+static inline void run_item(Binding& bd, BoundItem& b) { b.replay(bd, b); }
 
-static void run_item(Binding& bd, BoundItem& b) {
-  switch (b.kind) {
-    case ItemKind::kernel:
-      enqueue_launch(*b.dev, *b.kernel, b.ld, nullptr);
-      return;
-    case ItemKind::copy:
-      if (b.peer)  // its dependencies (sync.cpp) as its wait list, its own event as its signal
-        enqueue_peer_copy(*b.dst, *b.src, b.n, gather(bd, &bd.wait_slots[b.wait_at], b.wait_n), b.wait_n,
-                          b.signal >= 0 ? &bd.events[b.signal] : nullptr);
-      else
-        enqueue_copy(*b.dst, *b.src, b.n, b.staging);
-      return;
-    case ItemKind::upload: enqueue_upload(*b.dst, b.data, b.n, false); return;
-    case ItemKind::native:
-      if (b.split) b.call->begin(*b.dev, b.mems, b.n);  // finished by run_items_ordered
-      else enqueue_native(*b.dev, *b.call, b.mems, b.n);
-      return;
-  }
-}
-
-// Tracing (encore/profile.hpp): kernels with their own events, copies and uploads at host times.
+// Tracing (encore/profile.hpp): items with events of their own (kernels) by them, others at host times.
 static void run_item_traced(const Plan& p, Binding& bd, BoundItem& b) {
-  if (b.kind == ItemKind::kernel) {
-    if (b.ld.empty) return;
-    trace_item(*b.dev, b.dev->launch_traced(*b.kernel, b.ld.dims, b.ld.gws, b.ld.lws), p.items[b.item], "replay", b.ld.dims, b.ld.gws);
+  if (b.ops->replay_event) {
+    if (NativeEvent* ev = b.ops->replay_event(b)) trace_item(*b.dev, ev, p.items[b.item], "replay", b.ld.dims, b.ld.gws);
     return;
   }
   run_item(bd, b);
@@ -106,7 +83,7 @@ template <class Run> static void run_items(UnitImpl& u, Binding& b, Run run) {
     for (uint32_t i = 0; i < plain; ++i) run(b, b.items[i]);
     for (uint32_t i = plain; i < b.n_replay; ++i) {
       BoundItem& x = b.items[i];
-      if (x.ends_device >= 0 && !x.ld.empty) b.end_events[x.ends_device] = x.dev->launch_traced(*x.kernel, x.ld.dims, x.ld.gws, x.ld.lws);
+      if (x.ends_device >= 0) b.end_events[x.ends_device] = x.ops->replay_event(x);
       else run(b, x);
     }
     return;
@@ -135,7 +112,7 @@ template <class Run> static void run_items(UnitImpl& u, Binding& b, Run run) {
 // and split-phase native items finished where their results are first needed. This replay's
 // markers are released at the end, or when an enqueue fails; begun split items are then cancelled.
 static void barrier(DeviceImpl& dev, Binding& b, const uint32_t* slots, size_t n) {
-  dev.enqueue_barrier(gather(b, slots, n), static_cast<uint32_t>(n));
+  dev.enqueue_barrier(gather_events(b, slots, n), static_cast<uint32_t>(n));
 }
 
 // Finishes begun split items in begin order through bound item `last` (all of them: UINT32_MAX).

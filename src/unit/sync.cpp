@@ -13,6 +13,7 @@
 // through host memory with blocking calls and need nothing here.
 #include <algorithm>
 
+#include "exec/kind.hpp"
 #include "unit/unit.hpp"
 
 namespace encore::detail {
@@ -56,15 +57,7 @@ bool conflict(const Plan& p, const Region& a, const Region& b) {
 
 }  // namespace
 
-const std::shared_ptr<DeviceImpl>& queue_of(const ExecItem& it) {
-  switch (it.kind) {
-    case ItemKind::kernel: return it.kernel.impl()->program->dev;
-    case ItemKind::native: return it.native->dev;
-    case ItemKind::copy:
-    case ItemKind::upload: break;
-  }
-  return it.dst.impl()->dev;
-}
+const std::shared_ptr<DeviceImpl>& queue_of(const ExecItem& it) { return kind_of(it).queue(it); }
 
 namespace {
 
@@ -82,7 +75,7 @@ void plan_split(const Plan& p, const Touches& touches, CrossSync& s) {
   s.split.assign(n, 0);
   s.finish_before.resize(n);
   for (uint32_t i = 0; i < n; ++i) {
-    s.split[i] = p.items[i].kind == ItemKind::native && p.items[i].native->split();
+    s.split[i] = p.items[i].native && p.items[i].native->split();
     s.any_split = s.any_split || s.split[i];
   }
   for (uint32_t c = 0; c < n && s.any_split; ++c) {
@@ -97,6 +90,15 @@ void plan_split(const Plan& p, const Touches& touches, CrossSync& s) {
     }
   }
 }
+
+// The entry a cross-device item reads (its operand on another device than its queue) and its device.
+uint32_t read_entry(const Plan& p, uint32_t i) {
+  const DeviceImpl* q = queue_of(p.items[i]).get();
+  for (const ItemAccess& a : p.access[i])
+    if (p.entries[a.entry].captured.impl()->dev.get() != q) return a.entry;
+  return p.access[i].front().entry;
+}
+const DeviceImpl* read_device(const Plan& p, uint32_t i) { return p.entries[read_entry(p, i)].captured.impl()->dev.get(); }
 
 }  // namespace
 
@@ -113,8 +115,11 @@ CrossSync plan_sync(const Plan& p) {
   plan_split(p, touches, s);
   bool any = false;
   for (uint32_t i = 0; i < n; ++i) {
-    const ExecItem& it = p.items[i];
-    if (it.kind == ItemKind::copy && p.steps[i].cross_device && it.dst.impl()->dev->async_peer(*it.src.impl()->dev)) s.peer[i] = any = true;
+    // an item reading another device's bytes (a copy between devices) that its queue can take
+    // asynchronously to the other queue
+    if (!p.steps[i].cross_device) continue;
+    const DeviceImpl* from = read_device(p, i);
+    if (from && queue_of(p.items[i])->async_peer(*from)) s.peer[i] = any = true;
   }
   if (!any) return s;
 
@@ -135,8 +140,8 @@ CrossSync plan_sync(const Plan& p) {
   };
   for (uint32_t c = 0; c < n; ++c) {
     if (!s.peer[c]) continue;
-    const Region read = region_of(p.entries[p.steps[c].src]);
-    const DeviceImpl* from = p.items[c].src.impl()->dev.get();
+    const Region read = region_of(p.entries[read_entry(p, c)]);
+    const DeviceImpl* from = read_device(p, c);
     // the writers before it on the source queue, back to the last one every replay runs (one-time
     // items run only when rebuilt; a marker after one that did not run is skipped)
     bool covered = false;
