@@ -101,8 +101,6 @@ void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) 
 
 void point(BoundItem& x, uint32_t, uint32_t arg, BufferImpl*, NativeMem* handle) { x.kernel->set_buffer(arg, handle); }
 
-void replay(Binding&, BoundItem& x) { enqueue_launch(*x.dev, *x.kernel, x.ld, nullptr); }
-
 NativeEvent* replay_event(BoundItem& x) {
   if (x.ld.empty) return nullptr;
   return x.dev->launch_traced(*x.kernel, x.ld.dims, x.ld.gws, x.ld.lws);
@@ -160,6 +158,6 @@ bool run_kernel_eager(KernelImpl& k, const std::vector<Arg>& args, const Sizes& 
 }
 
 const KindOps kernel_kind{"kernel", operands, operand_name, queue, label, title, describe, uses_variables, false, true,
-                          run_eager, submit, bind, point, replay, replay_event};
+                          run_eager, submit, bind, point, replay_launch, replay_event};
 
 }  // namespace encore::detail

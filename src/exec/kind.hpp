@@ -73,6 +73,10 @@ struct KindOps {
   NativeEvent* (*replay_event)(BoundItem& x);
 };
 
+// The kernel kind's replay: inline, so the replay loop can take it without an indirect call (most
+// replayed items are launches; on NULL the call cost ~2 ns of ~11 per item).
+inline void replay_launch(Binding&, BoundItem& x) { enqueue_launch(*x.dev, *x.kernel, x.ld, nullptr); }
+
 const KindOps& kind_of(ItemKind k);
 inline const KindOps& kind_of(const ExecItem& it) { return kind_of(it.kind); }
 

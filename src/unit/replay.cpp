@@ -50,8 +50,11 @@ void check_inputs(UnitImpl& u) {
   u.changed_slots.clear();
 }
 
-// The replay of one bound item: its kind's (src/exec/<kind>_item.cpp).
-static inline void run_item(Binding& bd, BoundItem& b) { b.replay(bd, b); }
+// The replay of one bound item: its kind's (src/exec/<kind>_item.cpp), a launch taken inline.
+static inline void run_item(Binding& bd, BoundItem& b) {
+  if (b.replay == replay_launch) [[likely]] replay_launch(bd, b);
+  else b.replay(bd, b);
+}
 
 // Tracing (encore/profile.hpp): items with events of their own (kernels) by them, others at host times.
 static void run_item_traced(const Plan& p, Binding& bd, BoundItem& b) {
