@@ -11,7 +11,7 @@ void operands(const ExecItem& it, std::vector<Operand>& out) {
   out.push_back({const_cast<Buffer*>(&it.src), Access::in, 1});
   out.push_back({const_cast<Buffer*>(&it.dst), Access::out, 0});
 }
-std::string operand_name(const ExecItem&, uint32_t arg) { return arg == 0 ? "destination" : "source"; }
+std::string operand_name(const ExecItem&, uint32_t arg) { return arg == 0 ? "copy's destination" : "copy's source"; }
 const std::shared_ptr<DeviceImpl>& queue(const ExecItem& it) { return it.dst.impl()->dev; }
 std::string label(const ExecItem& it) { return it.name.empty() ? "copy" : it.name; }
 std::string title(const ExecItem&) { return "copy"; }

@@ -313,14 +313,15 @@ class Saver {
           if (!it_data || it_data->size() != dst.bytes)
             fail(path, "upload of " + std::to_string(it_data ? it_data->size() : 0) + " bytes into " + std::to_string(dst.bytes));
           WBuf w;
-          w.user_name = "upload" + std::to_string(i);
+          const std::string w_name = std::string(it.kind == ItemKind::fill ? "fill" : "upload") + std::to_string(i);
+          w.user_name = w_name;
           w.dtype = it.dst.dtype();
           w.count = it.dst.count();
           w.role = Role::const_;
           w.data = it_data;
           Ref src{static_cast<int>(bufs_.size()), 0, dst.bytes};
           bufs_.push_back(std::move(w));
-          s = copy_json(dst, src, it.name.empty() ? std::string(it.kind == ItemKind::fill ? "fill" : "upload") + std::to_string(i) : it.name, path);
+          s = copy_json(dst, src, it.name.empty() ? w_name : it.name, path);
           break;
         }
       }
