@@ -77,6 +77,11 @@ struct KindOps {
 // replayed items are launches; on NULL the call cost ~2 ns of ~11 per item).
 inline void replay_launch(Binding&, BoundItem& x) { enqueue_launch(*x.dev, *x.kernel, x.ld, nullptr); }
 
+// A split-phase native call's two replay items (src/unit/sync.cpp places them): the begin at the
+// call's place, the finish where its results are first needed.
+void replay_begin(Binding& b, BoundItem& x);
+void replay_finish(Binding& b, BoundItem& x);
+
 const KindOps& kind_of(ItemKind k);
 inline const KindOps& kind_of(const ExecItem& it) { return kind_of(it.kind); }
 

@@ -41,16 +41,40 @@ void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) 
     b.native_mems.push_back(b.current[st.ops[ai]].impl()->handle());
     b.uses[st.ops[ai]].push_back({c.bound, ai, ai});
   }
+  if (c.p.sync.split[x.item]) {
+    x.replay = replay_begin;
+    x.split = static_cast<int32_t>(b.splits.size());
+    b.splits.push_back(c.bound);
+    b.open.push_back(0);
+  }
 }
 
 void point(BoundItem& x, uint32_t, uint32_t arg, BufferImpl*, NativeMem* handle) { x.mems[arg] = handle; }
 
-void replay(Binding&, BoundItem& x) {
-  if (x.split) x.call->begin(*x.dev, x.mems, x.n);  // finished by the replay loop's ordered form
-  else enqueue_native(*x.dev, *x.call, x.mems, x.n);
-}
+void replay(Binding&, BoundItem& x) { enqueue_native(*x.dev, *x.call, x.mems, x.n); }
 
 }  // namespace
+
+void replay_begin(Binding& b, BoundItem& x) {
+  x.call->begin(*x.dev, x.mems, x.n);
+  b.open[static_cast<size_t>(x.split)] = 1;
+}
+
+void replay_finish(Binding& b, BoundItem& x) {
+  uint8_t& open = b.open[static_cast<size_t>(x.split)];
+  if (!open) return;  // not begun in this replay (it failed before), or finished already
+  open = 0;           // a finish that throws is not cancelled after it
+  x.call->finish(*x.dev, x.mems, x.n);
+}
+
+void cancel_open(Binding& b) noexcept {
+  for (size_t k = 0; k < b.splits.size(); ++k)
+    if (b.open[k]) {
+      b.open[k] = 0;
+      BoundItem& y = b.items[b.splits[k]];
+      y.call->cancel(*y.dev);
+    }
+}
 
 const KindOps native_kind{"native", operands, operand_name, queue, label, title, describe, uses_variables, true, true,
                           run_eager, submit, bind, point, replay, nullptr};

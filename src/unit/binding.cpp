@@ -138,13 +138,37 @@ void bind_unit(UnitImpl& u) {
 
   // replayed items first, then one-time items, each in step order (reserved: `x` stays valid)
   const uint32_t n = static_cast<uint32_t>(p.items.size());
-  b.items.reserve(n);
   size_t operands = 0;
   for (const PlanStep& st : p.steps) operands += st.ops.size();
   b.native_mems.reserve(operands);
+  size_t finishes = 0;
+  for (const auto& f : p.sync.finish_before) finishes += f.size();
+  b.items.reserve(n + finishes);
+  std::vector<uint32_t> bound_of(n, UINT32_MAX);
+  // a split-phase call's finish item, before step item `i` (n: at the end), sharing its begin's call
+  auto add_finishes = [&](uint32_t i) {
+    if (p.sync.finish_before.empty()) return;
+    for (uint32_t cidx : p.sync.finish_before[i]) {
+      if (bound_of[cidx] == UINT32_MAX) continue;  // never: native calls are not one-time
+      BoundItem& f = b.items.emplace_back();  // reserved: `from` stays valid
+      const BoundItem& from = b.items[bound_of[cidx]];
+      f.ops = from.ops;
+      f.replay = replay_finish;
+      f.item = cidx;  // its trace and debug line name the call; the re-run of one-time items keeps step order around it
+      f.dev = from.dev;
+      f.call = from.call;
+      f.mems = from.mems;
+      f.n = from.n;
+      f.split = from.split;
+      f.finishes = true;
+      ++b.n_replay;
+    }
+  };
   for (int pass = 0; pass < 2; ++pass) {
     for (uint32_t i = 0; i < n; ++i) {
+      if (pass == 0) add_finishes(i);
       if (p.one_time[i] != (pass == 1)) continue;
+      bound_of[i] = static_cast<uint32_t>(b.items.size());
       const ExecItem& it = p.items[i];
       const KindOps& kind = kind_of(it);
       BindContext c{u, p, b, static_cast<uint32_t>(b.items.size())};
@@ -156,6 +180,7 @@ void bind_unit(UnitImpl& u) {
       kind.bind(c, it, p.steps[i], x);
       b.n_replay += pass == 0;
     }
+    if (pass == 0) add_finishes(n);
   }
   b.takes_handle.assign(p.entries.size(), 0);
   for (uint32_t e = 0; e < p.entries.size(); ++e)
@@ -172,24 +197,11 @@ void bind_unit(UnitImpl& u) {
         }
         break;
       }
-  // split-phase items
-  if (p.sync.ordered()) {
-    std::vector<uint32_t> bound_of(n);
-    for (uint32_t bi = 0; bi < b.items.size(); ++bi) bound_of[b.items[bi].item] = bi;
-    size_t splits = 0;
-    for (BoundItem& x : b.items) {
-      x.split = p.sync.split[x.item] != 0;
-      splits += x.split;
-      x.finish_at = static_cast<uint32_t>(b.finish_list.size());
-      x.finish_n = static_cast<uint32_t>(p.sync.finish_before[x.item].size());
-      for (uint32_t c : p.sync.finish_before[x.item]) b.finish_list.push_back(bound_of[c]);
-    }
-    b.pending.reserve(splits);
-  }
   // cross-device order
   if (p.sync.slots) {
     size_t most = 0;
     for (BoundItem& x : b.items) {
+      if (x.finishes) continue;  // a split-phase call's order between devices is its begin item's
       const std::vector<uint32_t>& w = p.sync.waits[x.item];
       x.peer = p.sync.peer[x.item] != 0;
       x.signal = p.sync.signal[x.item];

@@ -11,6 +11,8 @@
 // take only buffers of their device; copies run on the destination's queue), which is what makes
 // "the items on the source device" the complete set of writers. Copies between contexts go
 // through host memory with blocking calls and need nothing here.
+// Split-phase native calls (collectives) are placed here too: a finish item where their results are
+// first needed, so the replay loop stays one plain pass over its items.
 #include <algorithm>
 
 #include "exec/kind.hpp"
@@ -68,27 +70,28 @@ struct Touch {
 };
 using Touches = std::vector<std::vector<Touch>>;
 
-// Split-phase native items: each finishes before the first later item that touches any of its
-// buffers (every replay runs that item; one-time items before it also finish it when they run).
+// Split-phase native items (collectives) become two items of the replay: the begin at the item's
+// place, and a finish placed before the first later item that touches any of its buffers (one-time
+// items included, so a re-run of them waits too), or at the end. Finishes keep the order of the
+// begins: a finish placed later than the next one's moves up to it.
 void plan_split(const Plan& p, const Touches& touches, CrossSync& s) {
   const uint32_t n = static_cast<uint32_t>(p.items.size());
   s.split.assign(n, 0);
-  s.finish_before.resize(n);
+  s.finish_before.resize(n + 1);
+  std::vector<uint32_t> splits, place;
   for (uint32_t i = 0; i < n; ++i) {
     s.split[i] = p.items[i].native && p.items[i].native->split();
-    s.any_split = s.any_split || s.split[i];
+    if (!s.split[i]) continue;
+    s.any_split = true;
+    uint32_t at = n;
+    for (uint32_t j = i + 1; j < n && at == n; ++j)
+      for (const Touch& a : touches[i])
+        for (const Touch& b : touches[j]) at = at == n && conflict(p, a.region, b.region) ? j : at;
+    splits.push_back(i);
+    place.push_back(at);
   }
-  for (uint32_t c = 0; c < n && s.any_split; ++c) {
-    if (!s.split[c]) continue;
-    for (uint32_t j = c + 1; j < n; ++j) {
-      bool dep = false;
-      for (const Touch& a : touches[c])
-        for (const Touch& b : touches[j]) dep = dep || conflict(p, a.region, b.region);
-      if (!dep) continue;
-      s.finish_before[j].push_back(c);
-      if (!p.one_time[j]) break;
-    }
-  }
+  for (size_t k = splits.size(); k-- > 1;) place[k - 1] = std::min(place[k - 1], place[k]);
+  for (size_t k = 0; k < splits.size(); ++k) s.finish_before[place[k]].push_back(splits[k]);
 }
 
 // The entry a cross-device item reads (its operand on another device than its queue) and its device.

@@ -62,12 +62,12 @@ struct CrossSync {
   std::vector<std::pair<uint32_t, uint32_t>> start;  // (device index, slot): markers before the items
   std::vector<std::vector<uint32_t>> end;            // per device index: slots a barrier after the items waits for
   std::vector<uint32_t> slot_device;                 // per slot: index of the device that makes its event
-  // split-phase native items (collectives): begun at their place, finished before the first later
-  // item that touches their buffers, or at the end
+  // split-phase native items (collectives): a begin item at their place and a finish item placed
+  // before the first later item that touches their buffers (finish_before[n]: at the end)
   std::vector<uint8_t> split;                        // per item
-  std::vector<std::vector<uint32_t>> finish_before;  // per item: split items to finish first
+  std::vector<std::vector<uint32_t>> finish_before;  // per item, and one past the last: split items to finish there, in order
   bool any_split = false;
-  bool ordered() const { return slots != 0 || any_split; }
+  bool ordered() const { return slots != 0; }
 };
 
 struct Plan {
@@ -134,8 +134,8 @@ struct BoundItem {
   NativeMem** mems = nullptr;
   // order around it
   bool peer = false;                 // a copy between queues of one context: takes its waits and signal itself
-  bool split = false;                // a split-phase native call: begun here, finished later
-  uint32_t finish_at = 0, finish_n = 0;  // split items to finish before this one: Binding::finish_list
+  int32_t split = -1;                // split-phase call (begin and finish items): its index in Binding::splits
+  bool finishes = false;             // the finish item of a split-phase call (placed by plan.sync)
   int32_t signal = -1;               // cross-device order: event slot set after it runs
   int32_t ends_device = -1;          // the last replayed item on plan device d with an event of its own: it ends the replay there
   uint32_t wait_at = 0, wait_n = 0;  // its slots in Binding::wait_slots
@@ -150,8 +150,8 @@ struct VarUse {
   DType as;
 };
 
-// Device objects for one plan. Replayed items come first in `items` (step order), then one-time
-// items (step order).
+// Device objects for one plan. Replayed items come first in `items` (step order, with the finish
+// items of split-phase calls where plan.sync places them), then one-time items (step order).
 struct Binding {
   std::vector<Buffer> arenas;
   std::vector<Buffer> current;                  // per entry
@@ -168,10 +168,10 @@ struct Binding {
   // cross-device order (plan.sync): this replay's events by slot, and a buffer to gather wait lists
   std::vector<uint32_t> wait_slots;
   std::vector<NativeEvent*> events, gather;
-  // split-phase items: bound indexes to finish before each item; those begun and not yet finished
-  // (in begin order, which is the order they finish in)
-  std::vector<uint32_t> finish_list, pending;
-  size_t pending_head = 0;
+  // split-phase calls: their begin items (bound indexes), and which this replay began and has not
+  // finished (a replay that fails cancels those)
+  std::vector<uint32_t> splits;
+  std::vector<uint8_t> open;
   // this replay's in-flight slots ([device]) while the kernels marked ends_device take their own
   // events as the replay's completion; null: completion markers after the replay instead
   NativeEvent** end_events = nullptr;
@@ -183,6 +183,9 @@ inline NativeEvent* const* gather_events(Binding& bd, const uint32_t* slots, siz
   for (size_t i = 0; i < n; ++i) bd.gather[i] = bd.events[slots[i]];
   return bd.gather.data();
 }
+
+// Cancels the split-phase calls this replay began and did not finish (after an error); never throws.
+void cancel_open(Binding& b) noexcept;
 
 // The arenas of a TinyJit's units, one per device, shared: only one of its units runs at a time, and
 // each device's queue runs in order, so they may use the same bytes. An arena grows to the largest a
