@@ -138,6 +138,10 @@ struct DeviceImpl : std::enable_shared_from_this<DeviceImpl> {
     return nullptr;
   }
   virtual void copy(NativeMem* dst_root, size_t dst_off, NativeMem* src_root, size_t src_off, size_t n) = 0;
+  // Sets bytes [offset, offset + n) of `root` to `pattern` repeated (n and offset are multiples of
+  // pattern_bytes, a power of two up to 128: clEnqueueFillBuffer's rule). Enqueued like a copy;
+  // `pattern` is read before the call returns.
+  virtual void fill(NativeMem* root, size_t offset, const void* pattern, size_t pattern_bytes, size_t n) = 0;
   // Copy from a root on another device, complete when it returns (NULL); false when the backend
   // cannot (then: copy_peer between async peers, else through host memory).
   virtual bool copy_from(DeviceImpl& src_dev, NativeMem* dst_root, size_t dst_off, NativeMem* src_root, size_t src_off, size_t n) = 0;

@@ -124,6 +124,10 @@ class FaultDevice final : public DeviceImpl {
     tick(*c_, "copy");
     inner_->copy(dst, doff, src, soff, n);
   }
+  void fill(NativeMem* root, size_t offset, const void* pattern, size_t pattern_bytes, size_t n) override {
+    tick(*c_, "fill");
+    inner_->fill(root, offset, pattern, pattern_bytes, n);
+  }
   bool copy_from(DeviceImpl& src_dev, NativeMem* dst, size_t doff, NativeMem* src, size_t soff, size_t n) override {
     if (&src_dev != this) return false;
     copy(dst, doff, src, soff, n);

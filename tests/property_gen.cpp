@@ -230,6 +230,19 @@ struct Gen {
     defined[t] = true;
     p.f.upload = true;
   }
+  // Device::fill of an existing buffer (a state, a temp, a view of either) or of a new temp
+  void fill_into() {
+    int c = count_pick();
+    int t = chance(0.5) ? target(c, {}, false) : new_temp(c);
+    Op op;
+    op.kind = Op::fill;
+    op.v = t;
+    op.dev = dev_of(t);
+    op.data = rand_floats(1);
+    p.ops.push_back(op);
+    defined[t] = true;
+    p.f.fill = true;
+  }
   // Where an op writing `count` elements stores its result: a new temp mostly, sometimes an existing
   // temp, a view of one, a state or (when enabled) an input. Never overlapping any operand.
   int target(int count, const std::vector<int>& operands, bool allow_new = true) {
@@ -507,6 +520,8 @@ struct Gen {
         upload_temp(count_pick());
       } else if (roll < 93) {
         upload_into();
+      } else if (roll < 96) {
+        fill_into();
       } else {
         elementwise();
       }
@@ -629,7 +644,7 @@ int Prog::add_view(int base, int off, int count) {
 
 size_t Prog::device_items() const {
   size_t n = 0;
-  for (const Op& op : ops) n += op.kind == Op::kernel || op.kind == Op::copy || op.kind == Op::upload;
+  for (const Op& op : ops) n += op.kind == Op::kernel || op.kind == Op::copy || op.kind == Op::upload || op.kind == Op::fill;
   return n;
 }
 
@@ -656,6 +671,7 @@ std::string Prog::describe() const {
       case Op::view: s << "      view " << val(op.v) << "\n"; break;
       case Op::copy: s << "  #" << item++ << " copy " << val(op.v) << " <- " << val(op.src) << "\n"; break;
       case Op::upload: s << "  #" << item++ << " upload " << val(op.v) << "\n"; break;
+      case Op::fill: s << "  #" << item++ << " fill " << val(op.v) << " with word " << op.data[0] << "\n"; break;
       case Op::kernel:
         s << "  #" << item++ << " " << kNames[static_cast<int>(op.k)] << "(";
         for (size_t i = 0; i < op.bufs.size(); ++i)
@@ -744,6 +760,7 @@ std::vector<encore::Buffer> exec(const Prog& p, const Devs& devs, DevState& st, 
         break;
       case Op::copy: devs.of(op.dev).copy(val[v], val[static_cast<size_t>(op.src)]); break;
       case Op::upload: val[v].copyin_bytes(op.data.data(), op.data.size() * 4); break;
+      case Op::fill: devs.of(op.dev).fill_bytes(val[v], op.data.data(), 4); break;
       case Op::kernel: {
         std::vector<encore::Arg> args;
         for (size_t i = 0; i < op.bufs.size(); ++i) {
@@ -1010,6 +1027,11 @@ RunResult run_host(const Prog& p) {
           std::copy(op.data.begin(), op.data.end(), d->begin() + static_cast<long>(o));
           break;
         }
+        case Op::fill: {
+          auto [d, o] = at(op.v);
+          std::fill_n(d->begin() + static_cast<long>(o), static_cast<size_t>(p.values[static_cast<size_t>(op.v)].count), op.data[0]);
+          break;
+        }
         case Op::copy: {
           auto [d, od] = at(op.v);
           auto [s, os] = at(op.src);
@@ -1154,7 +1176,7 @@ std::vector<RefItem> reference_items(const Prog& p) {
     if (op.kind == Op::copy) {
       add(op.src, true, false);
       add(op.v, false, true);
-    } else if (op.kind == Op::upload) {
+    } else if (op.kind == Op::upload || op.kind == Op::fill) {
       add(op.v, false, true);
     } else {
       const KInfo& ki = kinfo(op.k);

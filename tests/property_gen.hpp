@@ -30,8 +30,8 @@ struct Value {
 };
 
 struct Op {
-  enum Kind : uint8_t { alloc, view, kernel, copy, upload } kind = kernel;
-  int v = -1;    // alloc / view: the value defined; copy / upload: the destination
+  enum Kind : uint8_t { alloc, view, kernel, copy, upload, fill } kind = kernel;
+  int v = -1;    // alloc / view: the value defined; copy / upload / fill: the destination
   int src = -1;  // copy: the source (on another device than `v` for a cross-device copy)
   int dev = 0;   // the device that runs it: a kernel's buffers' device, a copy's or upload's destination's
   KId k = KId::affine;
@@ -41,7 +41,7 @@ struct Op {
   bool var_scalar = false;            // var_add: the int scalar is the Variable `sv`; var_scale: the float Variable `fv`
   bool var_size = false;              // global size is the Variable `len`
   int gsize = 0;                      // literal global size
-  std::vector<uint32_t> data;         // upload
+  std::vector<uint32_t> data;         // upload; fill: one word, the value
 };
 
 struct HostEvent {
@@ -53,7 +53,8 @@ struct HostEvent {
 struct Features {
   bool table = false, table_late_state = false, counter = false, rng = false, cycle = false, var_scalar = false,
        var_size = false, input_written = false, upload = false, copy = false, view = false, loop_carried = false,
-       host_update = false, host_update_replay = false, edit_output = false, feedback = false, cross_copy = false;
+       host_update = false, host_update_replay = false, edit_output = false, feedback = false, cross_copy = false,
+       fill = false;
 };
 
 struct Prog {
@@ -81,7 +82,7 @@ struct Prog {
 
   int add_temp(int count, Ty ty = Ty::f32, int dev = 0);  // appends a temporary and its alloc op; returns its value id
   int add_view(int base, int off, int count);  // appends a view of `base` and its view op; returns its value id
-  size_t device_items() const;              // ops that become ExecItems (kernel, copy, upload)
+  size_t device_items() const;              // ops that become ExecItems (kernel, copy, upload, fill)
   std::string describe() const;             // one line per op, for failure messages
 };
 

@@ -381,7 +381,7 @@ TEST_P(CaptureCheck, TemporaryReadBeforeWriteIsAnErrorAtCapture) {
       JitOptions{});
   Buffer x = make(e.dev, seq(8, 0.f));
   j(x);  // eager: undefined bytes, undiagnosed (nothing recorded is planned yet)
-  expect_jit_error([&] { j(x); }, {"item 0", "kernel add", "parameter 0 (const float* a)", "scratch", "before any item writes it"});
+  expect_jit_error([&] { j(x); }, {"item 0", "kernel add", "argument 0 (const float* a)", "scratch", "before any item writes it"});
   // explicit capture too
   encore::Capture cap;
   Buffer t = e.dev.alloc<float>(8), y = e.dev.alloc<float>(8);

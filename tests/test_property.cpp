@@ -96,7 +96,7 @@ std::string bits(const std::vector<bool>& v) {
 struct Counts {
   int seeds = 0, arena_reuse = 0, pruned_seeds = 0, loop_carried = 0, host_update_replay = 0, host_update_hits_one_time = 0,
       input_written = 0, var_size = 0, var_scalar = 0, counter = 0, rng = 0, cycle = 0, table = 0, late_table = 0, views = 0,
-      copies = 0, uploads = 0, edit_output = 0, configs_run = 0, ratio_over = 0, feedback = 0, ring = 0, freed = 0, dup = 0, edit_hits_one_time = 0, cross_copies = 0;
+      copies = 0, uploads = 0, edit_output = 0, configs_run = 0, ratio_over = 0, feedback = 0, ring = 0, freed = 0, dup = 0, edit_hits_one_time = 0, cross_copies = 0, fills = 0;
   size_t items = 0, pruned_items = 0, planned_temps = 0;
   double worst_ratio = 1.0;
   uint64_t worst_ratio_seed = 0;
@@ -239,6 +239,7 @@ SeedOutcome run_seed(uint64_t seed, const std::vector<encore::Device>& dev, std:
     c->copies += p.f.copy;
     c->cross_copies += p.f.cross_copy;
     c->uploads += p.f.upload;
+    c->fills += p.f.fill;
     c->edit_output += p.f.edit_output;
     c->feedback += p.f.feedback;
     c->ring += p.ring_inputs;
@@ -279,11 +280,11 @@ TEST(Property, EagerEqualsReplayAndHostReference) {
       "[property] items %zu, pruned %zu in %d seeds, planned temps %zu, arena reuse in %d seeds; worst planned/lower bound %.4f (seed %llu)\n"
       "[property] loop-carried %d, host updates in replay %d (hitting one-time items %d), input written %d, variable sizes %d, variable "
       "scalars %d,\n[property] counters %d, rng %d, state cycles %d, const tables %d, late tables into state %d, views %d, copies %d, uploads %d, "
-      "output edits %d\n",
+      "fills %d, output edits %d\n",
       c.seeds, c.configs_run, secs, dev.info().name.c_str(), c.items, c.pruned_items, c.pruned_seeds, c.planned_temps, c.arena_reuse,
       c.worst_ratio, static_cast<unsigned long long>(c.worst_ratio_seed), c.loop_carried, c.host_update_replay, c.host_update_hits_one_time,
       c.input_written, c.var_size, c.var_scalar, c.counter, c.rng, c.cycle, c.table, c.late_table, c.views, c.copies, c.uploads,
-      c.edit_output);
+      c.fills, c.edit_output);
   std::printf("[property] last output fed back as input %d, ring-view inputs %d, free_intermediates %d, one buffer in two input slots %d,\n"
               "[property] returned buffers written by one-time items edited by the host %d\n", c.feedback, c.ring, c.freed, c.dup, c.edit_hits_one_time);
   EXPECT_EQ(c.ratio_over, 0) << "planned > 1.10 x lower bound (seeds printed above)";
@@ -298,6 +299,7 @@ TEST(Property, EagerEqualsReplayAndHostReference) {
   EXPECT_GE(c.input_written, want);
   EXPECT_GE(c.var_size, want);
   EXPECT_GE(c.var_scalar, want);
+  EXPECT_GE(c.fills, want);
   EXPECT_GE(c.counter, want);
   EXPECT_GE(c.rng, want);
   EXPECT_GE(c.cycle, want);

@@ -101,10 +101,19 @@ class ENCORE_API Device {
                    std::string name = {}, Estimate estimate = {}) const;
   // Whole-buffer copy, equal byte sizes; src may be on another device.
   void copy(const Buffer& dst, const Buffer& src) const;
+  // Sets every element of `buf` (on this device; a view: only its elements) to `value`, whose type
+  // must be buf's dtype; recorded as a fill item during a capture and replayed like a copy.
+  // ArgumentError when the types differ (cast the value: dev.fill(f32_buf, 0) is an error).
+  //   dev.fill(acc, 0.0f);
+  template <class T, class = std::enable_if_t<has_dtype<T>>> void fill(const Buffer& buf, T value) const {
+    fill_value(buf, dtype_of<T>, &value);
+  }
+  // The same with one element's bytes: `value_bytes` must be buf's element size (the C form).
+  void fill_bytes(const Buffer& buf, const void* value, size_t value_bytes) const;
   // Runs native work (see encore::opencl::enqueue_native) over `buffers` (each with its access
   // stated: in, out, inout): now, and on every replay of a capture that records it.
   void run_native(std::shared_ptr<const NativeCall> call, std::vector<Arg> buffers, std::string name) const;
-  // Runs an item (kernel, copy, upload or native) as eager work on the item's device.
+  // Runs an item (kernel, copy, upload, native or fill) as eager work on the item's device.
   void run(const ExecItem& item) const;
   // Waits until all work queued on this device has finished.
   void synchronize() const;
@@ -125,6 +134,7 @@ class ENCORE_API Device {
   explicit Device(std::shared_ptr<detail::DeviceImpl> d) : impl_(std::move(d)) {}
 
  private:
+  void fill_value(const Buffer& buf, DType type, const void* value) const;
   std::shared_ptr<detail::DeviceImpl> impl_;
 };
 

@@ -195,6 +195,10 @@ ENCORE_C_API encore_status encore_buffer_copyout(encore_buffer buf, void* dst, s
  * Inside a capture a write is an upload item like a whole copyin. */
 ENCORE_C_API encore_status encore_buffer_write(encore_buffer buf, size_t offset, const void* src, size_t count);
 ENCORE_C_API encore_status encore_buffer_read(encore_buffer buf, size_t offset, void* dst, size_t count);
+/* Sets every element of the buffer (a view: its elements) to one value: `value` points to one
+ * element of the buffer's dtype, value_size is that element's size. Queued on the buffer's device
+ * like a copy; inside a capture it is a fill item, replayed every call. */
+ENCORE_C_API encore_status encore_buffer_fill(encore_buffer buf, const void* value, size_t value_size);
 /* Tells encore the buffer was written through a native handle (captured units re-run one-time work). */
 ENCORE_C_API encore_status encore_buffer_touch(encore_buffer buf);
 /* A label for error messages and traces (copied). */

@@ -1,6 +1,6 @@
 #pragma once
-// ExecItem: one unit of device work (a kernel launch, a buffer copy or a host upload), as run
-// eagerly and as recorded by a capture.
+// ExecItem: one unit of device work (a kernel launch, a buffer copy, a host upload, native work or
+// a fill), as run eagerly and as recorded by a capture.
 //   for (const encore::ExecItem& it : unit.items()) std::cout << it.describe() << "\n";
 #include <array>
 #include <cstdint>
@@ -69,7 +69,9 @@ struct ENCORE_API Arg {
   Arg(T v) : kind(Kind::scalar), dtype(dtype_of<T>) { std::memcpy(&bits, &v, sizeof(T)); }  // NOLINT
 };
 
-enum class ItemKind : uint8_t { kernel, copy, upload, native };
+// What an item does. Each kind's operations (its buffers, its queue, how it runs eagerly, binds and
+// replays) live in one place inside the library, so a kind is added there and here only.
+enum class ItemKind : uint8_t { kernel, copy, upload, native, fill };
 
 namespace detail { struct DeviceImpl; struct NativeMem; }
 
@@ -109,7 +111,7 @@ struct ENCORE_API ExecItem {
   Kernel kernel;
   std::vector<Arg> args;  // buffer args carry their resolved access (never Access::none)
   Sizes global, local;
-  // copy: dst <- src; upload: dst <- *data
+  // copy: dst <- src; upload: dst <- *data; fill: every element of dst <- *data (one element's bytes)
   Buffer dst, src;
   std::shared_ptr<const std::vector<unsigned char>> data;
   // native: the call; its buffers (with their declared access) are `args`

@@ -513,6 +513,15 @@ encore_status encore_buffer_read(encore_buffer buf, size_t offset, void* dst, si
   });
 }
 
+encore_status encore_buffer_fill(encore_buffer buf, const void* value, size_t value_size) {
+  return guard(__func__, [&] {
+    check_not_in_native("enqueue a fill");
+    auto b = get<BufferObj>(buf, "buf");
+    need(value, "value");
+    b->buf.device().fill_bytes(b->buf, value, value_size);
+  });
+}
+
 encore_status encore_buffer_touch(encore_buffer buf) {
   return guard(__func__, [&] { get<BufferObj>(buf, "buf")->buf.touch(); });
 }

@@ -5,6 +5,7 @@
 #include "encore/device.hpp"
 #include "encore/error.hpp"
 #include "exec/enqueue.hpp"
+#include "exec/kind.hpp"
 
 namespace encore {
 
@@ -35,109 +36,7 @@ void save_dirty_programs(DeviceImpl& d) {
     if (auto p = w.lock(); p && p->dirty.exchange(false)) p->save();
 }
 
-static void eager_copy(const Buffer& dst, const Buffer& src) {
-  BufferImpl& d = *dst.impl();
-  BufferImpl& s = *src.impl();
-  d.ensure_allocated();
-  s.ensure_allocated();
-  enqueue_copy(d, s, d.nbytes, nullptr);
-  d.bump();
-}
-
-// Bumps the version of every buffer argument the item may write.
-static void bump_written(const std::vector<Arg>& args) {
-  for (const Arg& a : args)
-    if (a.kind == Arg::Kind::buffer && (static_cast<uint8_t>(a.access) & static_cast<uint8_t>(Access::out))) a.buf.impl()->bump();
-}
-
-// Sets the arguments on the kernel's eager object and enqueues it; bumps what it writes. False when
-// the launch was empty (a zero global size): nothing ran. dims/gws/lws/ns report what ran.
-static bool run_kernel_eager(KernelImpl& k, const std::vector<Arg>& args, const Sizes& global, const Sizes& local,
-                             LaunchDims& ld, uint64_t* ns, const ExecItem* traced = nullptr) {
-  DeviceImpl& dev = *k.program->dev;
-  int64_t g[3], l[3];
-  for (uint8_t d = 0; d < global.n; ++d) g[d] = global.v[d].eval();
-  for (uint8_t d = 0; d < local.n; ++d) l[d] = local.v[d].eval();
-  try {
-    resolve_launch(global.n, g, local.empty() ? nullptr : l, dev, *k.eager, ld, "launch");
-  } catch (const ArgumentError& e) {  // the kernel's name only on failure: no string built per launch
-    throw ArgumentError("kernel " + k.sig->name + ": " + e.what());
-  }
-  if (ld.empty) return false;
-  const uint32_t dims = ld.dims;
-  const size_t* lws = ld.lws;
-  {
-    std::lock_guard<std::mutex> lock(k.mu);
-    BackendKernel& bk = *k.eager;
-    for (uint32_t i = 0; i < args.size(); ++i) {
-      const Arg& a = args[i];
-      switch (a.kind) {
-        case Arg::Kind::buffer: bk.set_buffer(i, a.buf.impl()->handle()); break;
-        case Arg::Kind::scalar: bk.set_arg(i, size(a.dtype), &a.bits); break;
-        case Arg::Kind::local: bk.set_local(i, a.local_bytes); break;
-        case Arg::Kind::variable: {
-          const VarState& v = *a.var->state();
-          VarValue val = var_value(v);
-          uint64_t bits = var_arg_bits(v, val.i, val.f, a.dtype);
-          bk.set_arg(i, size(a.dtype), &bits);
-          break;
-        }
-      }
-    }
-    if (traced) trace_item(dev, dev.launch_traced(bk, ld.dims, ld.gws, ld.lws), *traced, "eager", ld.dims, ld.gws);
-    else enqueue_launch(dev, bk, ld, ns);
-    std::array<size_t, 4> cfg{dims, lws[0], dims > 1 ? lws[1] : 0, dims > 2 ? lws[2] : 0};
-    bool seen = false;
-    for (const auto& c : k.seen_configs) seen = seen || c == cfg;
-    if (!seen) {
-      k.seen_configs.push_back(cfg);
-      if (k.seen_configs.size() > 1 || !k.program->from_disk) {
-        k.program->dirty = true;
-        dev.programs_dirty = true;
-      }
-    }
-  }
-  bump_written(args);
-  return true;
-}
-
-void run_item_eager(const ExecItem& item) {
-  auto t0 = std::chrono::steady_clock::now();
-  switch (item.kind) {
-    case ItemKind::copy:
-      eager_copy(item.dst, item.src);
-      if (trace_active()) trace_item(*item.dst.impl()->dev, nullptr, item, "eager", 0, nullptr);
-      if (debug_level() >= 2) debug_print_item(item, 0, nullptr, nullptr, 0, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-      return;
-    case ItemKind::upload: {
-      BufferImpl& d = *item.dst.impl();
-      d.ensure_allocated();
-      enqueue_upload(d, item.data->data(), d.nbytes, true);
-      d.bump();
-      if (trace_active()) trace_item(*d.dev, nullptr, item, "eager", 0, nullptr);
-      return;
-    }
-    case ItemKind::native: {
-      std::vector<NativeMem*> mems;
-      for (const Arg& a : item.args) {
-        a.buf.impl()->ensure_allocated();
-        mems.push_back(a.buf.impl()->handle());
-      }
-      enqueue_native(*item.native->dev, *item.native, mems.data(), mems.size());
-      bump_written(item.args);
-      if (trace_active()) trace_item(*item.native->dev, nullptr, item, "eager", 0, nullptr);
-      return;
-    }
-    case ItemKind::kernel: break;
-  }
-  LaunchDims ld;
-  uint64_t ns = 0;
-  const bool traced = trace_active() && debug_level() < 2;
-  if (!run_kernel_eager(*item.kernel.impl(), item.args, item.global, item.local, ld, debug_level() >= 2 ? &ns : nullptr, traced ? &item : nullptr))
-    return;
-  if (debug_level() >= 2)
-    debug_print_item(item, ld.dims, ld.gws, ld.lws, ns, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-}
+void run_item_eager(const ExecItem& item) { kind_of(item).run_eager(item); }
 
 }  // namespace detail
 
@@ -178,10 +77,6 @@ template <class Where> static void adapt_scalar(Arg& a, DType want, const Where&
                          : a.var->is_float() ? std::string(" (a float variable is passed as its own type)")
                                              : std::string(" (an integer variable cannot be a float argument: use Variable::f32 or f64)")));
   throw ArgumentError(where() + ": expected " + w + ", got " + got + " (" + value_str(a.dtype, &a.bits) + "; cast the value to the parameter's type)");
-}
-
-static void record(ExecItem&& item) {
-  if (Recorder* r = current_recorder()) r->items.push_back(std::move(item));
 }
 
 void Device::launch_args(const Kernel& k, const Sizes& global, const Sizes& local, std::vector<Arg> args, std::string name,
@@ -242,7 +137,7 @@ void Device::launch_args(const Kernel& k, const Sizes& global, const Sizes& loca
   item.name = std::move(name);
   item.estimate = estimate;
   run_item_eager(item);
-  record(std::move(item));
+  record_item(std::move(item));
 }
 
 void Device::run_native(std::shared_ptr<const NativeCall> call, std::vector<Arg> buffers, std::string name) const {
@@ -262,7 +157,7 @@ void Device::run_native(std::shared_ptr<const NativeCall> call, std::vector<Arg>
   item.args = std::move(buffers);
   item.name = std::move(name);
   run_item_eager(item);
-  record(std::move(item));
+  record_item(std::move(item));
 }
 
 void Device::copy(const Buffer& dst, const Buffer& src) const {
@@ -280,20 +175,10 @@ void Device::copy(const Buffer& dst, const Buffer& src) const {
   item.dst = dst;
   item.src = src;
   run_item_eager(item);
-  record(std::move(item));
+  record_item(std::move(item));
 }
 
-void Device::run(const ExecItem& item) const {
-  if (item.kind == ItemKind::kernel) {
-    launch_args(item.kernel, item.global, item.local, item.args, item.name, item.estimate);
-  } else if (item.kind == ItemKind::copy) {
-    copy(item.dst, item.src);
-  } else if (item.kind == ItemKind::native) {
-    run_native(item.native, item.args, item.name);
-  } else {
-    item.dst.copyin_bytes(item.data->data(), item.data->size());
-  }
-}
+void Device::run(const ExecItem& item) const { detail::kind_of(item).submit(item); }
 
 void Buffer::copyin_bytes(const void* src, size_t n) const {
   if (!impl_) throw ArgumentError("copyin: null buffer");

@@ -1,7 +1,7 @@
 #include "encore/exec_item.hpp"
 
 #include "encore/device.hpp"
-#include "internal.hpp"
+#include "exec/kind.hpp"
 
 namespace encore {
 
@@ -20,65 +20,26 @@ Arg::Arg(const Variable& var_in) : kind(Kind::variable), var(var_in) {
   dtype = var_in.type() == VarType::f32 ? DType::f32 : var_in.type() == VarType::f64 ? DType::f64 : DType::i32;
 }
 
-static void add_access(std::vector<StorageAccess>& out, const Buffer& b, Access a) {
-  detail::BufferImpl* i = b.impl();
-  out.push_back({i->root(), i->offset, i->offset + i->nbytes, a, b});
-}
-
 std::vector<StorageAccess> ExecItem::accesses() const {
+  std::vector<detail::Operand> ops;
+  detail::kind_of(*this).operands(*this, ops);
   std::vector<StorageAccess> out;
-  switch (kind) {
-    case ItemKind::kernel:
-    case ItemKind::native:
-      for (const Arg& a : args)
-        if (a.kind == Arg::Kind::buffer) add_access(out, a.buf, a.access);
-      break;
-    case ItemKind::copy:
-      add_access(out, src, Access::in);
-      add_access(out, dst, Access::out);
-      break;
-    case ItemKind::upload:
-      add_access(out, dst, Access::out);
-      break;
+  out.reserve(ops.size());
+  for (const detail::Operand& o : ops) {
+    detail::BufferImpl* i = o.buf->impl();
+    out.push_back({i->root(), i->offset, i->offset + i->nbytes, o.access, *o.buf});
   }
   return out;
 }
 
-bool ExecItem::uses_variables() const {
-  if (kind != ItemKind::kernel) return false;
-  if (global.uses_variable() || local.uses_variable()) return true;
-  for (const Arg& a : args)
-    if (a.kind == Arg::Kind::variable) return true;
-  return false;
-}
+bool ExecItem::uses_variables() const { return detail::kind_of(*this).uses_variables(*this); }
+Device ExecItem::device() const { return Device(detail::kind_of(*this).queue(*this)); }
+std::string ExecItem::describe() const { return detail::kind_of(*this).describe(*this); }
 
-Device ExecItem::device() const {
-  switch (kind) {
-    case ItemKind::kernel: return kernel.device();
-    case ItemKind::native: return Device(native->dev);
-    default: return dst.device();
-  }
-}
+namespace detail {
 
-static std::string sizes_str(const Sizes& s) {
-  std::string r = "[";
-  for (uint8_t i = 0; i < s.n; ++i) {
-    if (i) r += ",";
-    const Size& z = s.v[i];
-    if (z.var()) r += (z.mul() != 1 ? std::to_string(z.mul()) + "*" : "") + z.var()->name() + (z.add() ? "+" + std::to_string(z.add()) : "");
-    else r += std::to_string(z.add());
-  }
-  return r + "]";
-}
-
-std::string ExecItem::describe() const {
-  switch (kind) {
-    case ItemKind::copy: return "copy " + dst.describe() + " <- " + src.describe();
-    case ItemKind::upload: return "upload " + std::to_string(data ? data->size() : 0) + " bytes -> " + dst.describe();
-    case ItemKind::kernel:
-    case ItemKind::native: break;
-  }
-  std::string s = (kind == ItemKind::native ? "native " + name : name.empty() ? kernel.name() : name) + "(";
+std::string args_str(const std::vector<Arg>& args) {
+  std::string s = "(";
   for (size_t i = 0; i < args.size(); ++i) {
     const Arg& a = args[i];
     if (i) s += ", ";
@@ -89,11 +50,9 @@ std::string ExecItem::describe() const {
       case Arg::Kind::scalar: s += std::string(encore::name(a.dtype)) + " scalar"; break;
     }
   }
-  s += ")";
-  if (kind == ItemKind::native) return s;
-  s += " global " + sizes_str(global);
-  if (!local.empty()) s += " local " + sizes_str(local);
-  return s;
+  return s + ")";
 }
+
+}  // namespace detail
 
 }  // namespace encore

@@ -70,6 +70,10 @@ class NullDevice final : public DeviceImpl {
   void copy(NativeMem* dst, size_t doff, NativeMem* src, size_t soff, size_t n) override {
     std::memmove(bytes(dst) + doff, bytes(src) + soff, n);
   }
+  void fill(NativeMem* root, size_t off, const void* pattern, size_t pb, size_t n) override {
+    unsigned char* d = reinterpret_cast<unsigned char*>(bytes(root)) + off;
+    for (size_t i = 0; i < n; i += pb) std::memcpy(d + i, pattern, pb);
+  }
   bool copy_from(DeviceImpl& src_dev, NativeMem* dst, size_t doff, NativeMem* src, size_t soff, size_t n) override {
     if (!src_dev.is_null()) return false;
     copy(dst, doff, src, soff, n);

@@ -357,6 +357,11 @@ class ClDevice final : public DeviceImpl {
         st != CL_SUCCESS)
       cl::check(st, "clEnqueueCopyBuffer", std::to_string(n) + " bytes on " + info.id);
   }
+  void fill(NativeMem* root, size_t off, const void* pattern, size_t pb, size_t n) override {
+    if (n == 0) return;  // CL_INVALID_VALUE otherwise
+    if (cl_int st = clEnqueueFillBuffer(queue(), cl::mem(root), pattern, pb, off, n, 0, nullptr, nullptr); st != CL_SUCCESS)
+      cl::check(st, "clEnqueueFillBuffer", std::to_string(n) + " bytes on " + info.id);
+  }
   bool async_peer(const DeviceImpl& src) const override {
     auto* s = dynamic_cast<const ClDevice*>(&src);
     return s && s != this && s->ctx() == ctx();

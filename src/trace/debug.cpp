@@ -2,7 +2,7 @@
 #include <cstdio>
 #include <mutex>
 
-#include "internal.hpp"
+#include "exec/kind.hpp"
 
 namespace encore::detail {
 
@@ -25,8 +25,7 @@ void debug_print_item(const ExecItem& item, uint32_t dims, const size_t* gws, co
   std::lock_guard<std::mutex> lock(mu);
   char line[512];
   std::snprintf(line, sizeof line, "%-6s %6llu %-28.28s %-24s mem %8.2f MB  %9.2f us%s  %8.2f GFLOP/s  %8.2f GB/s", dev.c_str(),
-               static_cast<unsigned long long>(++count), (item.kind == ItemKind::kernel ? (item.name.empty() ? item.kernel.name() : item.name)
-                                                          : item.kind == ItemKind::copy ? std::string("copy") : std::string("upload")).c_str(),
+               static_cast<unsigned long long>(++count), kind_of(item).label(item).c_str(),
                sizes.c_str(), st.bytes_in_use / 1e6, secs * 1e6, device_ns ? " (device)" : " (host)  ",
                secs > 0 ? item.estimate.ops / secs * 1e-9 : 0.0, secs > 0 ? bytes / secs * 1e-9 : 0.0);
   log(LogLevel::debug, line);

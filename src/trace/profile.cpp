@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "encore/error.hpp"
-#include "internal.hpp"
+#include "exec/kind.hpp"
 
 namespace encore {
 
@@ -127,7 +127,7 @@ TraceSpan::~TraceSpan() { trace_span(name, start_us); }
 
 void trace_item(DeviceImpl& dev, NativeEvent* ev, const ExecItem& item, const char* phase, uint32_t dims, const size_t* gws) {
   DeviceItem d{dev.shared_from_this(), ev, {}, phase, {}, 0, host_now_us()};
-  d.name = item.kind == ItemKind::kernel ? (item.name.empty() ? item.kernel.name() : item.name) : item.kind == ItemKind::copy ? "copy" : "upload";
+  d.name = kind_of(item).label(item);
   if (dims) {
     d.global = "[";
     for (uint32_t i = 0; i < dims; ++i) d.global += (i ? "," : "") + std::to_string(gws[i]);

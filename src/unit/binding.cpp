@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "exec/kind.hpp"
 #include "unit/unit.hpp"
 
 namespace encore::detail {
@@ -21,22 +22,15 @@ void point_entry(UnitImpl& u, uint32_t e, const Buffer& b) {
   Binding* bd = u.bound.get();
   if (!bd || bd->current[e].impl() == b.impl()) return;
   b.impl()->ensure_allocated();
-  // a handle (a sub-buffer for a view) only where a kernel or native item takes one: copies and
-  // uploads address root + offset, and a partial upload's region may sit at an unaligned offset
-  NativeMem* h = bd->uses[e].empty() ? nullptr : b.impl()->handle();
-  // arguments first: if setting one fails, `current` still differs from b and a retry sets them all
-  for (const KernelUse& k : bd->uses[e]) {
-    BoundItem& it = bd->items[k.bound];
-    if (it.kind == ItemKind::native) it.mems[k.arg] = h;
-    else it.kernel->set_buffer(k.arg, h);
+  // a handle (a sub-buffer for a view) only where a kind takes one (kernel and native arguments):
+  // the others address root + offset, and a partial upload's region may sit at an unaligned offset
+  NativeMem* h = bd->takes_handle[e] ? b.impl()->handle() : nullptr;
+  // operands first: if setting one fails, `current` still differs from b and a retry sets them all
+  for (const OperandUse& use : bd->uses[e]) {
+    BoundItem& it = bd->items[use.bound];
+    it.ops->point(it, use.k, use.arg, b.impl(), h);
   }
   bd->current[e] = b;
-  for (uint32_t bi : bd->copy_uses[e]) {
-    BoundItem& it = bd->items[bi];
-    const PlanStep& st = u.plan.steps[it.item];
-    if (st.dst == e) it.dst = b.impl();
-    if (it.kind == ItemKind::copy && st.src == e) it.src = b.impl();
-  }
 }
 
 // Overflow-checked, so a wrap to a small positive size cannot pass unnoticed. Sizes are resolved
@@ -139,116 +133,75 @@ void bind_unit(UnitImpl& u) {
     b.current[e].impl()->ensure_allocated();
   }
   b.uses.resize(p.entries.size());
-  b.copy_uses.resize(p.entries.size());
   b.var_args.resize(p.vars.size());
   b.var_sizes.resize(p.vars.size());
 
   // replayed items first, then one-time items, each in step order (reserved: `x` stays valid)
   const uint32_t n = static_cast<uint32_t>(p.items.size());
-  b.items.reserve(n);
-  size_t native_args = 0;
-  for (const ExecItem& it : p.items)
-    if (it.kind == ItemKind::native) native_args += it.args.size();
-  b.native_mems.reserve(native_args);
+  size_t operands = 0;
+  for (const PlanStep& st : p.steps) operands += st.ops.size();
+  b.native_mems.reserve(operands);
+  size_t finishes = 0;
+  for (const auto& f : p.sync.finish_before) finishes += f.size();
+  b.items.reserve(n + finishes);
+  std::vector<uint32_t> bound_of(n, UINT32_MAX);
+  // a split-phase call's finish item, before step item `i` (n: at the end), sharing its begin's call
+  auto add_finishes = [&](uint32_t i) {
+    if (p.sync.finish_before.empty()) return;
+    for (uint32_t cidx : p.sync.finish_before[i]) {
+      if (bound_of[cidx] == UINT32_MAX) continue;  // never: native calls are not one-time
+      BoundItem& f = b.items.emplace_back();  // reserved: `from` stays valid
+      const BoundItem& from = b.items[bound_of[cidx]];
+      f.ops = from.ops;
+      f.replay = replay_finish;
+      f.item = cidx;  // its trace and debug line name the call; the re-run of one-time items keeps step order around it
+      f.dev = from.dev;
+      f.call = from.call;
+      f.mems = from.mems;
+      f.n = from.n;
+      f.split = from.split;
+      f.finishes = true;
+      ++b.n_replay;
+    }
+  };
   for (int pass = 0; pass < 2; ++pass) {
     for (uint32_t i = 0; i < n; ++i) {
+      if (pass == 0) add_finishes(i);
       if (p.one_time[i] != (pass == 1)) continue;
+      bound_of[i] = static_cast<uint32_t>(b.items.size());
       const ExecItem& it = p.items[i];
-      const PlanStep& st = p.steps[i];
-      const uint32_t bi = static_cast<uint32_t>(b.items.size());
+      const KindOps& kind = kind_of(it);
+      BindContext c{u, p, b, static_cast<uint32_t>(b.items.size())};
       BoundItem& x = b.items.emplace_back();
-      x.kind = it.kind;
+      x.ops = &kind;
+      x.replay = kind.replay;
       x.item = i;
-      x.dev = queue_of(it).get();
-      if (it.kind == ItemKind::native) {
-        x.call = it.native.get();
-        x.n = it.args.size();
-        x.mems = b.native_mems.data() + b.native_mems.size();
-        for (uint32_t ai = 0; ai < it.args.size(); ++ai) {
-          b.native_mems.push_back(b.current[st.arg_ref[ai]].impl()->handle());
-          b.uses[st.arg_ref[ai]].push_back({bi, ai});
-        }
-        b.n_replay += pass == 0;
-      } else if (it.kind == ItemKind::kernel) {
-        KernelImpl& k = *it.kernel.impl();
-        {
-          std::lock_guard<std::mutex> lock(k.program->mu);
-          x.kernel = k.program->backend->create_kernel(k.sig->name);
-        }
-        for (uint32_t ai = 0; ai < it.args.size(); ++ai) {
-          const Arg& a = it.args[ai];
-          switch (a.kind) {
-            case Arg::Kind::buffer:
-              x.kernel->set_buffer(ai, b.current[st.arg_ref[ai]].impl()->handle());
-              b.uses[st.arg_ref[ai]].push_back({bi, ai});
-              break;
-            case Arg::Kind::scalar: x.kernel->set_arg(ai, size(a.dtype), &a.bits); break;
-            case Arg::Kind::local: x.kernel->set_local(ai, a.local_bytes); break;
-            case Arg::Kind::variable: {
-              uint32_t v = st.arg_ref[ai];
-              uint64_t bits = var_arg_bits(*p.vars[v].state(), u.vars[v].i, u.vars[v].f, a.dtype);
-              x.kernel->set_arg(ai, size(a.dtype), &bits);
-              b.var_args[v].push_back({bi, ai, a.dtype});
-              break;
-            }
-          }
-        }
-        for (uint32_t d = 0; d < st.dims; ++d)
-          for (const SizeRef* s : {&st.g[d], &st.l[d]})
-            if (s->var >= 0 && (s == &st.g[d] || st.has_local)) {
-              auto& users = b.var_sizes[static_cast<size_t>(s->var)];
-              if (users.empty() || users.back() != bi) users.push_back(bi);
-            }
-        resolve_sizes(p, x, u.vars, x.ld);
-        b.n_replay += pass == 0;
-      } else {
-        x.dst = b.current[st.dst].impl();
-        x.n = it.dst.nbytes();
-        b.copy_uses[st.dst].push_back(bi);
-        if (it.kind == ItemKind::copy) {
-          x.src = b.current[st.src].impl();
-          b.copy_uses[st.src].push_back(bi);
-          if (st.cross_device) {
-            b.staging.push_back(std::make_unique<unsigned char[]>(x.n));
-            x.staging = b.staging.back().get();
-          }
-        } else {
-          x.data = it.data->data();
-        }
-        b.n_replay += pass == 0;
-      }
+      x.dev = kind.queue(it).get();
+      kind.bind(c, it, p.steps[i], x);
+      b.n_replay += pass == 0;
     }
+    if (pass == 0) add_finishes(n);
   }
-  // the last replayed item on each device: when it is a kernel, its own event completes the replay
-  // there (the queue is in order), so bounding work in flight costs no extra command
+  b.takes_handle.assign(p.entries.size(), 0);
+  for (uint32_t e = 0; e < p.entries.size(); ++e)
+    for (const OperandUse& use : b.uses[e]) b.takes_handle[e] = b.takes_handle[e] || b.items[use.bound].ops->handles;
+  // the last replayed item on each device: when it has an event of its own (a kernel), that event
+  // completes the replay there (the queue is in order), so bounding work in flight costs no extra command
   b.first_end = b.n_replay;
   for (size_t d = 0; d < p.devices.size(); ++d)
     for (uint32_t bi = b.n_replay; bi-- > 0;)
       if (b.items[bi].dev == p.devices[d].get()) {
-        if (b.items[bi].kind == ItemKind::kernel) {
+        if (b.items[bi].ops->replay_event) {
           b.items[bi].ends_device = static_cast<int32_t>(d);
           b.first_end = std::min(b.first_end, bi);
         }
         break;
       }
-  // split-phase items
-  if (p.sync.ordered()) {
-    std::vector<uint32_t> bound_of(n);
-    for (uint32_t bi = 0; bi < b.items.size(); ++bi) bound_of[b.items[bi].item] = bi;
-    size_t splits = 0;
-    for (BoundItem& x : b.items) {
-      x.split = p.sync.split[x.item] != 0;
-      splits += x.split;
-      x.finish_at = static_cast<uint32_t>(b.finish_list.size());
-      x.finish_n = static_cast<uint32_t>(p.sync.finish_before[x.item].size());
-      for (uint32_t c : p.sync.finish_before[x.item]) b.finish_list.push_back(bound_of[c]);
-    }
-    b.pending.reserve(splits);
-  }
   // cross-device order
   if (p.sync.slots) {
     size_t most = 0;
     for (BoundItem& x : b.items) {
+      if (x.finishes) continue;  // a split-phase call's order between devices is its begin item's
       const std::vector<uint32_t>& w = p.sync.waits[x.item];
       x.peer = p.sync.peer[x.item] != 0;
       x.signal = p.sync.signal[x.item];
@@ -274,10 +227,11 @@ void bind_unit(UnitImpl& u) {
     std::unordered_map<BufferImpl*, uint32_t> index;
     std::unordered_set<BufferImpl*> seen_w;
     for (uint32_t bi = b.n_replay; bi < b.items.size(); ++bi)
-      for (const StorageAccess& a : p.items[b.items[bi].item].accesses()) {
-        auto [f, fresh] = index.emplace(a.storage, static_cast<uint32_t>(u.once_versions.size()));
-        if (fresh) u.once_versions.push_back({a.storage, a.storage->version.load(std::memory_order_acquire)});
-        if (has(a.access, Access::out) && seen_w.insert(a.storage).second) u.once_written.push_back(f->second);
+      for (const ItemAccess& a : p.access[b.items[bi].item]) {
+        BufferImpl* storage = p.entries[a.entry].captured.impl()->root();
+        auto [f, fresh] = index.emplace(storage, static_cast<uint32_t>(u.once_versions.size()));
+        if (fresh) u.once_versions.push_back({storage, storage->version.load(std::memory_order_acquire)});
+        if (has(a.access, Access::out) && seen_w.insert(storage).second) u.once_written.push_back(f->second);
       }
     u.versions_taken = true;
   }

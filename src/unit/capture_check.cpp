@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "encore/error.hpp"
+#include "exec/kind.hpp"
 
 namespace encore::detail {
 
@@ -52,53 +53,48 @@ CallRecord summarize_call(const std::vector<ExecItem>& items, const std::vector<
     }
     return s;
   };
-  auto buffer_arg = [&](const Buffer& b) {
+  auto buffer_arg = [&](const Buffer& b, uint32_t arg) {
     SeenArg a;
     a.kind = Arg::Kind::buffer;
+    a.arg = arg;
     a.buf = static_cast<uint32_t>(r.bufs.size());
     r.bufs.push_back(seen(b));
     r.args.push_back(a);
   };
   auto size_of = [](const Size& s) { return SeenSize{s.var() ? s.var()->state() : nullptr, s.mul(), s.add()}; };
+  std::vector<Operand> ops;
   for (const ExecItem& it : items) {
     SeenItem si;
     si.kind = it.kind;
     si.first = static_cast<uint32_t>(r.args.size());
-    std::string_view name = it.kind == ItemKind::kernel ? std::string_view(it.kernel.name())
-                            : it.kind == ItemKind::native ? std::string_view(it.name)
-                                                          : std::string_view();
-    si.key = std::hash<std::string_view>{}(name) * 4 + static_cast<uint64_t>(it.kind);
-    switch (it.kind) {
-      case ItemKind::kernel:
-      case ItemKind::native:
-        for (const Arg& x : it.args) {
-          if (x.kind == Arg::Kind::buffer) {
-            buffer_arg(x.buf);
-            continue;
-          }
-          SeenArg a;
-          a.kind = x.kind;
-          a.dtype = x.dtype;
-          a.bits = x.kind == Arg::Kind::scalar ? x.bits : x.kind == Arg::Kind::local ? x.local_bytes : 0;
-          a.var = x.var ? x.var->state() : nullptr;
-          r.args.push_back(a);
-        }
-        si.gn = it.global.n;
-        si.ln = it.local.n;
-        for (uint8_t d = 0; d < it.global.n; ++d) si.g[d] = size_of(it.global.v[d]);
-        for (uint8_t d = 0; d < it.local.n; ++d) si.l[d] = size_of(it.local.v[d]);
-        break;
-      case ItemKind::copy:
-        buffer_arg(it.dst);
-        buffer_arg(it.src);
-        break;
-      case ItemKind::upload:
-        buffer_arg(it.dst);
-        if (it.data) {
-          si.data_bytes = it.data->size();
-          si.data_hash = std::hash<std::string_view>{}(std::string_view(reinterpret_cast<const char*>(it.data->data()), it.data->size()));
-        }
-        break;
+    si.key = std::hash<std::string>{}(kind_of(it).title(it)) * 8 + static_cast<uint64_t>(it.kind);
+    // arguments as given (kernels, native calls), else the buffers the kind touches
+    for (uint32_t ai = 0; ai < it.args.size(); ++ai) {
+      const Arg& x = it.args[ai];
+      if (x.kind == Arg::Kind::buffer) {
+        buffer_arg(x.buf, ai);
+        continue;
+      }
+      SeenArg a;
+      a.kind = x.kind;
+      a.dtype = x.dtype;
+      a.bits = x.kind == Arg::Kind::scalar ? x.bits : x.kind == Arg::Kind::local ? x.local_bytes : 0;
+      a.var = x.var ? x.var->state() : nullptr;
+      a.arg = ai;
+      r.args.push_back(a);
+    }
+    if (it.args.empty()) {
+      ops.clear();
+      kind_of(it).operands(it, ops);
+      for (const Operand& o : ops) buffer_arg(*o.buf, o.arg);
+    }
+    si.gn = it.global.n;
+    si.ln = it.local.n;
+    for (uint8_t d = 0; d < it.global.n; ++d) si.g[d] = size_of(it.global.v[d]);
+    for (uint8_t d = 0; d < it.local.n; ++d) si.l[d] = size_of(it.local.v[d]);
+    if (it.data) {
+      si.data_bytes = it.data->size();
+      si.data_hash = std::hash<std::string_view>{}(std::string_view(reinterpret_cast<const char*>(it.data->data()), it.data->size()));
     }
     si.count = static_cast<uint32_t>(r.args.size()) - si.first;
     r.items.push_back(si);
@@ -198,15 +194,7 @@ struct FreshPairing {
   }
 };
 
-std::string item_str(const ExecItem& it) {
-  switch (it.kind) {
-    case ItemKind::kernel: return "kernel " + it.kernel.name();
-    case ItemKind::copy: return "copy";
-    case ItemKind::upload: return "upload (copyin)";
-    case ItemKind::native: return "native call " + (it.name.empty() ? std::string("(unnamed)") : it.name);
-  }
-  return "?";
-}
+std::string item_str(const ExecItem& it) { return kind_of(it).title(it); }
 
 }  // namespace
 
@@ -235,23 +223,16 @@ void check_same_step(const CallRecord& c0, const CallRecord& c1, const std::vect
       throw JitError("TinyJit capture check: the step's " + what + " in " + where + " differs between call 0 and call 1 (the capture): " + v0 +
                      " in call 0, " + v1 + " in call 1. " + fix + off_switch);
     };
-    auto arg_name = [&](uint32_t k) -> std::string {
-      if (it.kind == ItemKind::kernel) {
-        const auto& params = it.kernel.params();
-        if (k < params.size())
-          return "argument " + std::to_string(k) + " (" + (params[k].const_data ? "const " : "") + params[k].type_name + " " + params[k].name + ")";
-      }
-      if (it.kind == ItemKind::copy) return k == 0 ? "destination" : "source";
-      if (it.kind == ItemKind::upload) return "destination";
-      return (it.kind == ItemKind::native ? "buffer " : "argument ") + std::to_string(k);
-    };
+    auto arg_name = [&](uint32_t k) { return kind_of(it).operand_name(it, c1.args[b.first + k].arg); };
+    std::vector<Operand> ops;
+    kind_of(it).operands(it, ops);
     if (a.count != b.count)
       fail("number of arguments", std::to_string(a.count), std::to_string(b.count), value_fix);
     for (uint32_t k = 0; k < a.count; ++k) {
       const SeenArg &x = c0.args[a.first + k], &y = c1.args[b.first + k];
       const Buffer* live = nullptr;
-      if (it.kind == ItemKind::kernel || it.kind == ItemKind::native) live = k < it.args.size() ? &it.args[k].buf : nullptr;
-      else live = k == 0 ? &it.dst : &it.src;
+      for (const Operand& o : ops)
+        if (o.arg == y.arg) live = o.buf;
       static constexpr const char* kinds[] = {"a buffer", "a scalar", "a Variable", "__local memory"};
       if (x.kind != y.kind)
         fail(arg_name(k), kinds[static_cast<int>(x.kind)], kinds[static_cast<int>(y.kind)], x.kind == Arg::Kind::buffer ? buffer_fix : value_fix);

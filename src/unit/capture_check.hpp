@@ -48,15 +48,16 @@ struct SeenArg {
   uint32_t buf = 0;               // buffer: its index in CallRecord::bufs
   uint64_t bits = 0;              // scalar: its bits; local: its bytes
   const VarState* var = nullptr;  // variable
+  uint32_t arg = 0;               // its place in the item (Operand::arg; the index in ExecItem::args)
 };
 
 struct SeenItem {
   ItemKind kind = ItemKind::kernel;
   uint64_t key = 0;                  // kind and name: what alignment pairs on
-  uint32_t first = 0, count = 0;     // its arguments in CallRecord::args (copy: dst, src; upload: dst)
+  uint32_t first = 0, count = 0;     // its arguments in CallRecord::args (ExecItem::args, else its operands)
   uint8_t gn = 0, ln = 0;
   SeenSize g[3], l[3];
-  uint64_t data_bytes = 0, data_hash = 0;  // upload
+  uint64_t data_bytes = 0, data_hash = 0;  // host data it holds (upload, fill)
 };
 
 struct CallRecord {

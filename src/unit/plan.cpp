@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "encore/memory_planner.hpp"
+#include "exec/kind.hpp"
 #include "unit/prune.hpp"
 #include "unit/unit.hpp"
 
@@ -14,11 +15,10 @@ namespace encore::detail {
 
 namespace {
 
-template <class F> void for_each_buffer(ExecItem& it, F&& f) {
-  if (it.dst) f(it.dst);
-  if (it.src) f(it.src);
-  for (Arg& a : it.args)
-    if (a.kind == Arg::Kind::buffer) f(a.buf);
+template <class F> void for_each_buffer(const ExecItem& it, F&& f) {
+  std::vector<Operand> ops;
+  kind_of(it).operands(it, ops);
+  for (const Operand& o : ops) f(*o.buf);
 }
 
 }  // namespace
@@ -33,12 +33,7 @@ std::vector<BufferImpl*> find_internal(const std::vector<ExecItem>& items, uint6
     ++r.first;
     r.second = &b.shared_impl();
   };
-  for (const ExecItem& it : items) {
-    count(it.dst);
-    count(it.src);
-    for (const Arg& a : it.args)
-      if (a.kind == Arg::Kind::buffer) count(a.buf);
-  }
+  for (const ExecItem& it : items) for_each_buffer(it, count);
   std::unordered_map<BufferImpl*, std::pair<long, const std::shared_ptr<BufferImpl>*>> view_refs;  // root -> views in items
   for (auto& [impl, r] : refs)
     if (impl->base) {
@@ -102,31 +97,18 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
     return it->second;
   };
   u.steps.resize(n);
+  std::vector<Operand> ops;
   for (uint32_t i = 0; i < n; ++i) {
-    ExecItem& it = u.items[i];
+    const ExecItem& it = u.items[i];
     PlanStep& st = u.steps[i];
     st.kind = it.kind;
-    switch (it.kind) {
-      case ItemKind::kernel:
-      case ItemKind::native:
-        st.arg_ref.assign(it.args.size(), 0);
-        for (uint32_t ai = 0; ai < it.args.size(); ++ai)
-          if (const Arg& a = it.args[ai]; a.kind == Arg::Kind::buffer) {
-            st.arg_ref[ai] = entry(a.buf);
-            acc[i].push_back({st.arg_ref[ai], a.access});
-          }
-        break;
-      case ItemKind::copy:
-        st.src = entry(it.src);
-        st.dst = entry(it.dst);
-        st.cross_device = it.dst.impl()->dev != it.src.impl()->dev;
-        acc[i].push_back({st.src, Access::in});
-        acc[i].push_back({st.dst, Access::out});
-        break;
-      case ItemKind::upload:
-        st.dst = entry(it.dst);
-        acc[i].push_back({st.dst, Access::out});
-        break;
+    ops.clear();
+    kind_of(it).operands(it, ops);
+    const DeviceImpl* q = kind_of(it).queue(it).get();
+    for (const Operand& o : ops) {
+      st.ops.push_back(entry(*o.buf));
+      acc[i].push_back({st.ops.back(), o.access, o.arg});
+      st.cross_device = st.cross_device || o.buf->impl()->dev.get() != q;
     }
   }
 
@@ -179,18 +161,8 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
         uint32_t r = entry_root[a.entry];
         if (touched[r] || a.access != Access::in || !is_fresh(roots[r]) || u.entries[a.entry].kind == PlanEntry::Kind::input) continue;
         const ExecItem& it = u.items[i];
-        std::string what = it.kind == ItemKind::copy ? "copy's source" : "buffer";
-        if (it.kind == ItemKind::kernel || it.kind == ItemKind::native)
-          for (uint32_t ai = 0; ai < it.args.size(); ++ai) {
-            if (it.args[ai].kind != Arg::Kind::buffer || u.steps[i].arg_ref[ai] != a.entry) continue;
-            what = "buffer " + std::to_string(ai);
-            if (it.kind == ItemKind::kernel && ai < it.kernel.params().size()) {
-              const KernelParam& p = it.kernel.params()[ai];
-              what = "parameter " + std::to_string(ai) + " (" + (p.const_data ? "const " : "") + p.type_name + " " + p.name + ")";
-            }
-            break;
-          }
-        std::string item = it.kind == ItemKind::kernel ? "kernel " + it.kernel.name() : it.kind == ItemKind::copy ? "copy" : "native call " + it.name;
+        const std::string what = kind_of(it).operand_name(it, a.arg);
+        const std::string item = kind_of(it).title(it);
         throw JitError("item " + std::to_string(i) + " (" + item + ") reads " + u.entries[a.entry].captured.describe() + " through its " +
                        what + " before any item writes it: that buffer was allocated during the captured call, so its bytes are undefined "
                        "(eager execution reads whatever the new allocation holds, replay other bytes again). Write it first in the step "
@@ -216,7 +188,7 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
       if (u.entries[a.entry].kind == PlanEntry::Kind::input) touches_input = true;
     }
     // native work is opaque: never one-time (it may hold state of its own, or read the clock)
-    pitems[i].volatile_ = touches_input || u.items[i].uses_variables() || u.items[i].kind == ItemKind::native;
+    pitems[i].volatile_ = touches_input || u.items[i].uses_variables() || kind_of(u.items[i]).opaque;
   }
   if (opt.prune) {
     TraceSpan span("prune");
@@ -307,8 +279,8 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
   }
   if (!replacement.empty()) {
     for (ExecItem& it : u.items)
-      for_each_buffer(it, [&](Buffer& b) {
-        if (auto f = replacement.find(b.impl()); f != replacement.end()) b = f->second;
+      for_each_buffer(it, [&](const Buffer& b) {
+        if (auto f = replacement.find(b.impl()); f != replacement.end()) const_cast<Buffer&>(b) = f->second;
       });
     for (uint32_t r = 0; r < roots.size(); ++r)
       if (plannable[r]) u.internal.push_back(placeholder[r].impl());
@@ -342,10 +314,10 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
   auto size_ref = [&](const Size& s) { return SizeRef{s.var() ? static_cast<int32_t>(var_slot(*s.var())) : -1, s.mul(), s.add()}; };
   for (uint32_t i = 0; i < n; ++i) {
     const ExecItem& it = u.items[i];
-    if (it.kind != ItemKind::kernel) continue;
     PlanStep& st = u.steps[i];
+    st.var_ref.assign(it.args.size(), 0);
     for (uint32_t ai = 0; ai < it.args.size(); ++ai)
-      if (it.args[ai].kind == Arg::Kind::variable) st.arg_ref[ai] = var_slot(*it.args[ai].var);
+      if (it.args[ai].kind == Arg::Kind::variable) st.var_ref[ai] = var_slot(*it.args[ai].var);
     st.dims = it.global.n;
     st.has_local = !it.local.empty();
     for (uint32_t d = 0; d < st.dims; ++d) {
@@ -358,7 +330,9 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
   for (const ExecItem& it : u.items) {
     const std::shared_ptr<DeviceImpl>& d = queue_of(it);
     if (devs.insert(d.get()).second) u.devices.push_back(d);
-    if (it.kind == ItemKind::copy && devs.insert(it.src.impl()->dev.get()).second) u.devices.push_back(it.src.impl()->dev);
+    for_each_buffer(it, [&](const Buffer& b) {
+      if (devs.insert(b.impl()->dev.get()).second) u.devices.push_back(b.impl()->dev);
+    });
   }
 
   u.sync = plan_sync(u);

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "testing.hpp"
+#include "exec/kind.hpp"
 #include "unit/unit.hpp"
 
 namespace encore::detail {
@@ -49,37 +50,16 @@ void check_inputs(UnitImpl& u) {
   u.changed_slots.clear();
 }
 
-// This replay's events at `slots`, gathered into one array (null where an item did not run).
-static NativeEvent* const* gather(Binding& bd, const uint32_t* slots, size_t n) {
-  for (size_t i = 0; i < n; ++i) bd.gather[i] = bd.events[slots[i]];
-  return bd.gather.data();
+// The replay of one bound item: its kind's (src/exec/<kind>_item.cpp), a launch taken inline.
+static inline void run_item(Binding& bd, BoundItem& b) {
+  if (b.replay == replay_launch) [[likely]] replay_launch(bd, b);
+  else b.replay(bd, b);
 }
 
-static void run_item(Binding& bd, BoundItem& b) {
-  switch (b.kind) {
-    case ItemKind::kernel:
-      enqueue_launch(*b.dev, *b.kernel, b.ld, nullptr);
-      return;
-    case ItemKind::copy:
-      if (b.peer)  // its dependencies (sync.cpp) as its wait list, its own event as its signal
-        enqueue_peer_copy(*b.dst, *b.src, b.n, gather(bd, &bd.wait_slots[b.wait_at], b.wait_n), b.wait_n,
-                          b.signal >= 0 ? &bd.events[b.signal] : nullptr);
-      else
-        enqueue_copy(*b.dst, *b.src, b.n, b.staging);
-      return;
-    case ItemKind::upload: enqueue_upload(*b.dst, b.data, b.n, false); return;
-    case ItemKind::native:
-      if (b.split) b.call->begin(*b.dev, b.mems, b.n);  // finished by run_items_ordered
-      else enqueue_native(*b.dev, *b.call, b.mems, b.n);
-      return;
-  }
-}
-
-// Tracing (encore/profile.hpp): kernels with their own events, copies and uploads at host times.
+// Tracing (encore/profile.hpp): items with events of their own (kernels) by them, others at host times.
 static void run_item_traced(const Plan& p, Binding& bd, BoundItem& b) {
-  if (b.kind == ItemKind::kernel) {
-    if (b.ld.empty) return;
-    trace_item(*b.dev, b.dev->launch_traced(*b.kernel, b.ld.dims, b.ld.gws, b.ld.lws), p.items[b.item], "replay", b.ld.dims, b.ld.gws);
+  if (b.ops->replay_event) {
+    if (NativeEvent* ev = b.ops->replay_event(b)) trace_item(*b.dev, ev, p.items[b.item], "replay", b.ld.dims, b.ld.gws);
     return;
   }
   run_item(bd, b);
@@ -106,7 +86,7 @@ template <class Run> static void run_items(UnitImpl& u, Binding& b, Run run) {
     for (uint32_t i = 0; i < plain; ++i) run(b, b.items[i]);
     for (uint32_t i = plain; i < b.n_replay; ++i) {
       BoundItem& x = b.items[i];
-      if (x.ends_device >= 0 && !x.ld.empty) b.end_events[x.ends_device] = x.dev->launch_traced(*x.kernel, x.ld.dims, x.ld.gws, x.ld.lws);
+      if (x.ends_device >= 0) b.end_events[x.ends_device] = x.ops->replay_event(x);
       else run(b, x);
     }
     return;
@@ -131,23 +111,10 @@ template <class Run> static void run_items(UnitImpl& u, Binding& b, Run run) {
   }
 }
 
-// plan.sync around each item (see sync.cpp): barriers and markers between devices of one context,
-// and split-phase native items finished where their results are first needed. This replay's
-// markers are released at the end, or when an enqueue fails; begun split items are then cancelled.
+// plan.sync around each item (see sync.cpp): barriers and markers between devices of one context.
+// This replay's markers are released at the end, or when an enqueue fails.
 static void barrier(DeviceImpl& dev, Binding& b, const uint32_t* slots, size_t n) {
-  dev.enqueue_barrier(gather(b, slots, n), static_cast<uint32_t>(n));
-}
-
-// Finishes begun split items in begin order through bound item `last` (all of them: UINT32_MAX).
-static void finish_through(Binding& b, uint32_t last) {
-  if (last != UINT32_MAX && std::find(b.pending.begin() + static_cast<std::ptrdiff_t>(b.pending_head), b.pending.end(), last) == b.pending.end())
-    return;  // not begun in this replay (one-time), or finished already
-  while (b.pending_head < b.pending.size()) {
-    uint32_t f = b.pending[b.pending_head++];
-    BoundItem& y = b.items[f];
-    y.call->finish(*y.dev, y.mems, y.n);
-    if (f == last) return;
-  }
+  dev.enqueue_barrier(gather_events(b, slots, n), static_cast<uint32_t>(n));
 }
 
 template <class Run> static void run_items_ordered(UnitImpl& u, Binding& b, Run run) {
@@ -158,23 +125,14 @@ template <class Run> static void run_items_ordered(UnitImpl& u, Binding& b, Run 
     ~Release() {
       for (size_t i = 0; i < b.events.size(); ++i)
         if (b.events[i]) u.plan.devices[u.plan.sync.slot_device[i]]->release_event(std::exchange(b.events[i], nullptr));
-      for (; b.pending_head < b.pending.size(); ++b.pending_head) {
-        BoundItem& y = b.items[b.pending[b.pending_head]];
-        y.call->cancel(*y.dev);
-      }
-      b.pending.clear();
-      b.pending_head = 0;
     }
   } release{u, b};
   for (auto [d, slot] : s.start) b.events[slot] = u.plan.devices[d]->enqueue_marker();
   run_items(u, b, [&](Binding&, BoundItem& x) {
-    for (uint32_t k = 0; k < x.finish_n; ++k) finish_through(b, b.finish_list[x.finish_at + k]);
     if (x.wait_n && !x.peer) barrier(*x.dev, b, &b.wait_slots[x.wait_at], x.wait_n);
     run(b, x);
-    if (x.split) b.pending.push_back(static_cast<uint32_t>(&x - b.items.data()));
     if (x.signal >= 0 && !x.peer) b.events[x.signal] = x.dev->enqueue_marker();
   });
-  finish_through(b, UINT32_MAX);
   for (size_t d = 0; d < s.end.size(); ++d)
     if (!s.end[d].empty()) barrier(*u.plan.devices[d], b, s.end[d].data(), s.end[d].size());
 }
@@ -234,6 +192,13 @@ void run_unit(UnitImpl& u) {
     if (u.staged[s]) enqueue_copy(*u.staging[s].impl(), *u.inputs[s].impl(), u.staging[s].nbytes(), nullptr);
   // the plain loop ends each device's replay with its last kernel's event; the others with markers
   b.end_events = slot && !debug && !trace_active() && !u.plan.sync.ordered() ? slot : nullptr;
+  // a replay that fails part way cancels the split-phase calls it began and did not finish
+  struct CancelOpen {
+    Binding& b;
+    ~CancelOpen() {
+      if (!b.splits.empty()) cancel_open(b);
+    }
+  } cancel{b};
   if (debug) run_items_ordered(u, b, [&](Binding& bd, BoundItem& x) { run_item_debug(u.plan, bd, x); });
   else if (trace_active()) run_items_ordered(u, b, [&](Binding& bd, BoundItem& x) { run_item_traced(u.plan, bd, x); });
   else if (u.plan.sync.ordered()) run_items_ordered(u, b, run_item);

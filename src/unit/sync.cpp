@@ -11,8 +11,11 @@
 // take only buffers of their device; copies run on the destination's queue), which is what makes
 // "the items on the source device" the complete set of writers. Copies between contexts go
 // through host memory with blocking calls and need nothing here.
+// Split-phase native calls (collectives) are placed here too: a finish item where their results are
+// first needed, so the replay loop stays one plain pass over its items.
 #include <algorithm>
 
+#include "exec/kind.hpp"
 #include "unit/unit.hpp"
 
 namespace encore::detail {
@@ -56,15 +59,7 @@ bool conflict(const Plan& p, const Region& a, const Region& b) {
 
 }  // namespace
 
-const std::shared_ptr<DeviceImpl>& queue_of(const ExecItem& it) {
-  switch (it.kind) {
-    case ItemKind::kernel: return it.kernel.impl()->program->dev;
-    case ItemKind::native: return it.native->dev;
-    case ItemKind::copy:
-    case ItemKind::upload: break;
-  }
-  return it.dst.impl()->dev;
-}
+const std::shared_ptr<DeviceImpl>& queue_of(const ExecItem& it) { return kind_of(it).queue(it); }
 
 namespace {
 
@@ -75,28 +70,38 @@ struct Touch {
 };
 using Touches = std::vector<std::vector<Touch>>;
 
-// Split-phase native items: each finishes before the first later item that touches any of its
-// buffers (every replay runs that item; one-time items before it also finish it when they run).
+// Split-phase native items (collectives) become two items of the replay: the begin at the item's
+// place, and a finish placed before the first later item that touches any of its buffers (one-time
+// items included, so a re-run of them waits too), or at the end. Finishes keep the order of the
+// begins: a finish placed later than the next one's moves up to it.
 void plan_split(const Plan& p, const Touches& touches, CrossSync& s) {
   const uint32_t n = static_cast<uint32_t>(p.items.size());
   s.split.assign(n, 0);
-  s.finish_before.resize(n);
+  s.finish_before.resize(n + 1);
+  std::vector<uint32_t> splits, place;
   for (uint32_t i = 0; i < n; ++i) {
-    s.split[i] = p.items[i].kind == ItemKind::native && p.items[i].native->split();
-    s.any_split = s.any_split || s.split[i];
+    s.split[i] = p.items[i].native && p.items[i].native->split();
+    if (!s.split[i]) continue;
+    s.any_split = true;
+    uint32_t at = n;
+    for (uint32_t j = i + 1; j < n && at == n; ++j)
+      for (const Touch& a : touches[i])
+        for (const Touch& b : touches[j]) at = at == n && conflict(p, a.region, b.region) ? j : at;
+    splits.push_back(i);
+    place.push_back(at);
   }
-  for (uint32_t c = 0; c < n && s.any_split; ++c) {
-    if (!s.split[c]) continue;
-    for (uint32_t j = c + 1; j < n; ++j) {
-      bool dep = false;
-      for (const Touch& a : touches[c])
-        for (const Touch& b : touches[j]) dep = dep || conflict(p, a.region, b.region);
-      if (!dep) continue;
-      s.finish_before[j].push_back(c);
-      if (!p.one_time[j]) break;
-    }
-  }
+  for (size_t k = splits.size(); k-- > 1;) place[k - 1] = std::min(place[k - 1], place[k]);
+  for (size_t k = 0; k < splits.size(); ++k) s.finish_before[place[k]].push_back(splits[k]);
 }
+
+// The entry a cross-device item reads (its operand on another device than its queue) and its device.
+uint32_t read_entry(const Plan& p, uint32_t i) {
+  const DeviceImpl* q = queue_of(p.items[i]).get();
+  for (const ItemAccess& a : p.access[i])
+    if (p.entries[a.entry].captured.impl()->dev.get() != q) return a.entry;
+  return p.access[i].front().entry;
+}
+const DeviceImpl* read_device(const Plan& p, uint32_t i) { return p.entries[read_entry(p, i)].captured.impl()->dev.get(); }
 
 }  // namespace
 
@@ -113,8 +118,11 @@ CrossSync plan_sync(const Plan& p) {
   plan_split(p, touches, s);
   bool any = false;
   for (uint32_t i = 0; i < n; ++i) {
-    const ExecItem& it = p.items[i];
-    if (it.kind == ItemKind::copy && p.steps[i].cross_device && it.dst.impl()->dev->async_peer(*it.src.impl()->dev)) s.peer[i] = any = true;
+    // an item reading another device's bytes (a copy between devices) that its queue can take
+    // asynchronously to the other queue
+    if (!p.steps[i].cross_device) continue;
+    const DeviceImpl* from = read_device(p, i);
+    if (from && queue_of(p.items[i])->async_peer(*from)) s.peer[i] = any = true;
   }
   if (!any) return s;
 
@@ -135,8 +143,8 @@ CrossSync plan_sync(const Plan& p) {
   };
   for (uint32_t c = 0; c < n; ++c) {
     if (!s.peer[c]) continue;
-    const Region read = region_of(p.entries[p.steps[c].src]);
-    const DeviceImpl* from = p.items[c].src.impl()->dev.get();
+    const Region read = region_of(p.entries[read_entry(p, c)]);
+    const DeviceImpl* from = read_device(p, c);
     // the writers before it on the source queue, back to the last one every replay runs (one-time
     // items run only when rebuilt; a marker after one that did not run is skipped)
     bool covered = false;

@@ -23,10 +23,12 @@ struct SizeRef {
   int64_t mul = 0, add = 0;
 };
 
-// An item's use of an entry (kernel and native arguments, a copy's source and destination).
+// An item's use of an entry, one per operand (the buffers an item touches, src/exec/kind.hpp),
+// computed once by the plan for pruning, planning, sync and the binding.
 struct ItemAccess {
   uint32_t entry;
   Access access;
+  uint32_t arg;  // the operand's place in its item (Operand::arg)
 };
 
 // One distinct buffer handle used by the items, and where its bytes live on replay.
@@ -45,9 +47,9 @@ struct PlanStep {
   bool has_local = false;
   uint32_t dims = 0;
   std::array<SizeRef, 3> g{}, l{};
-  std::vector<uint32_t> arg_ref;  // kernel: per argument, its entry (buffer) or variable slot (variable)
-  uint32_t dst = 0, src = 0;      // copy / upload entries
-  bool cross_device = false;      // copy between two devices
+  std::vector<uint32_t> ops;      // per operand: its entry
+  std::vector<uint32_t> var_ref;  // per argument: its variable slot (variable arguments only)
+  bool cross_device = false;      // some operand lives on another device than the queue (a copy between devices)
 };
 
 // Order between devices on replay (sync.cpp): markers after some items, barriers before others,
@@ -60,12 +62,12 @@ struct CrossSync {
   std::vector<std::pair<uint32_t, uint32_t>> start;  // (device index, slot): markers before the items
   std::vector<std::vector<uint32_t>> end;            // per device index: slots a barrier after the items waits for
   std::vector<uint32_t> slot_device;                 // per slot: index of the device that makes its event
-  // split-phase native items (collectives): begun at their place, finished before the first later
-  // item that touches their buffers, or at the end
+  // split-phase native items (collectives): a begin item at their place and a finish item placed
+  // before the first later item that touches their buffers (finish_before[n]: at the end)
   std::vector<uint8_t> split;                        // per item
-  std::vector<std::vector<uint32_t>> finish_before;  // per item: split items to finish first
+  std::vector<std::vector<uint32_t>> finish_before;  // per item, and one past the last: split items to finish there, in order
   bool any_split = false;
-  bool ordered() const { return slots != 0 || any_split; }
+  bool ordered() const { return slots != 0; }
 };
 
 struct Plan {
@@ -111,43 +113,50 @@ CrossSync plan_sync(const Plan& p);
 // Roots created during capture `capture_id` that no handle outside `items` refers to.
 std::vector<BufferImpl*> find_internal(const std::vector<ExecItem>& items, uint64_t capture_id);
 
-// One item ready to enqueue: what the replay loop reads, nothing else.
+// One item ready to enqueue: what the replay loop reads, nothing else. Which of the operand fields
+// a kind uses, and how, is its own file's business (src/exec/<kind>_item.cpp).
+struct KindOps;
+struct Binding;
 struct BoundItem {
-  ItemKind kind = ItemKind::kernel;
-  LaunchDims ld;         // re-resolved by set_var when a variable in its sizes changes (var_sizes)
-  DeviceImpl* dev = nullptr;
+  void (*replay)(Binding&, BoundItem&) = nullptr;  // the kind's replay
+  const KindOps* ops = nullptr;
+  DeviceImpl* dev = nullptr;  // the queue it runs on
+  uint32_t item = 0;          // index in the plan
+  // operands, as the kind uses them
+  LaunchDims ld;         // kernel: re-resolved by set_var when a variable in its sizes changes (var_sizes)
   std::unique_ptr<BackendKernel> kernel;
-  BufferImpl* dst = nullptr;  // copy / upload: the entries' current buffers (re-pointed on rebinding)
+  BufferImpl* dst = nullptr;  // the entries' current buffers (re-pointed on rebinding)
   BufferImpl* src = nullptr;
   const unsigned char* data = nullptr;
-  size_t n = 0;
+  size_t n = 0, unit = 0;
   unsigned char* staging = nullptr;  // cross-platform copies: host bytes made at bind time
   const NativeCall* call = nullptr;  // native: the call and its buffers' memory (in the binding)
   NativeMem** mems = nullptr;
-  uint32_t item = 0;                 // index in the plan
+  // order around it
   bool peer = false;                 // a copy between queues of one context: takes its waits and signal itself
-  bool split = false;                // a split-phase native call: begun here, finished later
-  uint32_t finish_at = 0, finish_n = 0;  // split items to finish before this one: Binding::finish_list
+  int32_t split = -1;                // split-phase call (begin and finish items): its index in Binding::splits
+  bool finishes = false;             // the finish item of a split-phase call (placed by plan.sync)
   int32_t signal = -1;               // cross-device order: event slot set after it runs
-  int32_t ends_device = -1;          // the last replayed item on plan device d (a kernel): its event ends the replay there
+  int32_t ends_device = -1;          // the last replayed item on plan device d with an event of its own: it ends the replay there
   uint32_t wait_at = 0, wait_n = 0;  // its slots in Binding::wait_slots
 };
 
-struct KernelUse {
-  uint32_t bound, arg;
+// A bound item's use of an entry: its operand k, argument `arg` (ItemAccess::arg).
+struct OperandUse {
+  uint32_t bound, k, arg;
 };
 struct VarUse {
   uint32_t bound, arg;
   DType as;
 };
 
-// Device objects for one plan. Replayed items come first in `items` (step order), then one-time
-// items (step order).
+// Device objects for one plan. Replayed items come first in `items` (step order, with the finish
+// items of split-phase calls where plan.sync places them), then one-time items (step order).
 struct Binding {
   std::vector<Buffer> arenas;
   std::vector<Buffer> current;                  // per entry
-  std::vector<std::vector<KernelUse>> uses;     // per entry: kernel arguments that point at it
-  std::vector<std::vector<uint32_t>> copy_uses; // per entry: copy/upload items that use it
+  std::vector<std::vector<OperandUse>> uses;    // per entry: the bound operands that point at it
+  std::vector<uint8_t> takes_handle;            // per entry: some use takes its kernel-argument handle
   std::vector<BoundItem> items;
   uint32_t n_replay = 0;
   std::vector<std::vector<VarUse>> var_args;    // per variable: kernel arguments
@@ -159,15 +168,24 @@ struct Binding {
   // cross-device order (plan.sync): this replay's events by slot, and a buffer to gather wait lists
   std::vector<uint32_t> wait_slots;
   std::vector<NativeEvent*> events, gather;
-  // split-phase items: bound indexes to finish before each item; those begun and not yet finished
-  // (in begin order, which is the order they finish in)
-  std::vector<uint32_t> finish_list, pending;
-  size_t pending_head = 0;
+  // split-phase calls: their begin items (bound indexes), and which this replay began and has not
+  // finished (a replay that fails cancels those)
+  std::vector<uint32_t> splits;
+  std::vector<uint8_t> open;
   // this replay's in-flight slots ([device]) while the kernels marked ends_device take their own
   // events as the replay's completion; null: completion markers after the replay instead
   NativeEvent** end_events = nullptr;
   uint32_t first_end = 0;  // the first bound item marked ends_device (n_replay: none)
 };
+
+// This replay's events at `slots`, gathered into one array (null where an item did not run).
+inline NativeEvent* const* gather_events(Binding& bd, const uint32_t* slots, size_t n) {
+  for (size_t i = 0; i < n; ++i) bd.gather[i] = bd.events[slots[i]];
+  return bd.gather.data();
+}
+
+// Cancels the split-phase calls this replay began and did not finish (after an error); never throws.
+void cancel_open(Binding& b) noexcept;
 
 // The arenas of a TinyJit's units, one per device, shared: only one of its units runs at a time, and
 // each device's queue runs in order, so they may use the same bytes. An arena grows to the largest a

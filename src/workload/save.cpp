@@ -269,6 +269,7 @@ class Saver {
       const ExecItem& it = items[i];
       std::string path = detail::index("step", i);
       std::string s;
+      std::shared_ptr<const std::vector<unsigned char>> it_data;
       switch (it.kind) {
         case ItemKind::kernel: {
           std::string prog = program_of(it.kernel);
@@ -302,19 +303,29 @@ class Saver {
         case ItemKind::native:
           fail(path, "native work (" + it.describe() + ") is code outside encore: a workload file cannot hold it");
           break;
-        case ItemKind::upload: {
+        case ItemKind::upload:
+        case ItemKind::fill: {
+          // both write host bytes known at capture: a const buffer holding them, copied in
           Ref dst = ref(it.dst);
-          if (!it.data || it.data->size() != dst.bytes)
-            fail(path, "upload of " + std::to_string(it.data ? it.data->size() : 0) + " bytes into " + std::to_string(dst.bytes));
+          if (it.kind == ItemKind::fill && it.data && !it.data->empty()) {
+            auto bytes = std::make_shared<std::vector<unsigned char>>();
+            for (uint64_t k = 0; k < dst.bytes; k += it.data->size()) bytes->insert(bytes->end(), it.data->begin(), it.data->end());
+            it_data = std::move(bytes);
+          } else {
+            it_data = it.data;
+          }
+          if (!it_data || it_data->size() != dst.bytes)
+            fail(path, "upload of " + std::to_string(it_data ? it_data->size() : 0) + " bytes into " + std::to_string(dst.bytes));
           WBuf w;
-          w.user_name = "upload" + std::to_string(i);
+          const std::string w_name = std::string(it.kind == ItemKind::fill ? "fill" : "upload") + std::to_string(i);
+          w.user_name = w_name;
           w.dtype = it.dst.dtype();
           w.count = it.dst.count();
           w.role = Role::const_;
-          w.data = it.data;
+          w.data = it_data;
           Ref src{static_cast<int>(bufs_.size()), 0, dst.bytes};
           bufs_.push_back(std::move(w));
-          s = copy_json(dst, src, it.name.empty() ? "upload" + std::to_string(i) : it.name, path);
+          s = copy_json(dst, src, it.name.empty() ? w_name : it.name, path);
           break;
         }
       }

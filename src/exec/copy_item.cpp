@@ -1,0 +1,62 @@
+// The copy kind: dst <- src, whole buffers of equal bytes, on one device, between devices of one
+// context (replay orders the two queues: src/unit/sync.cpp) or through host memory.
+#include "exec/kind.hpp"
+
+namespace encore::detail {
+
+namespace {
+
+// operands: the source (argument 1), then the destination (argument 0)
+void operands(const ExecItem& it, std::vector<Operand>& out) {
+  out.push_back({const_cast<Buffer*>(&it.src), Access::in, 1});
+  out.push_back({const_cast<Buffer*>(&it.dst), Access::out, 0});
+}
+std::string operand_name(const ExecItem&, uint32_t arg) { return arg == 0 ? "copy's destination" : "copy's source"; }
+const std::shared_ptr<DeviceImpl>& queue(const ExecItem& it) { return it.dst.impl()->dev; }
+std::string label(const ExecItem& it) { return it.name.empty() ? "copy" : it.name; }
+std::string title(const ExecItem&) { return "copy"; }
+std::string describe(const ExecItem& it) { return "copy " + it.dst.describe() + " <- " + it.src.describe(); }
+bool uses_variables(const ExecItem&) { return false; }
+
+void run_eager(const ExecItem& it) {
+  auto t0 = std::chrono::steady_clock::now();
+  BufferImpl& d = *it.dst.impl();
+  BufferImpl& s = *it.src.impl();
+  d.ensure_allocated();
+  s.ensure_allocated();
+  enqueue_copy(d, s, d.nbytes, nullptr);
+  d.bump();
+  after_eager(it, *d.dev, t0);
+}
+
+void submit(const ExecItem& it) { it.dst.device().copy(it.dst, it.src); }
+
+void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) {
+  Binding& b = c.b;
+  x.src = b.current[st.ops[0]].impl();
+  x.dst = b.current[st.ops[1]].impl();
+  x.n = it.dst.nbytes();
+  b.uses[st.ops[0]].push_back({c.bound, 0, 1});
+  b.uses[st.ops[1]].push_back({c.bound, 1, 0});
+  if (st.cross_device) {
+    b.staging.push_back(std::make_unique<unsigned char[]>(x.n));
+    x.staging = b.staging.back().get();
+  }
+}
+
+void point(BoundItem& x, uint32_t, uint32_t arg, BufferImpl* to, NativeMem*) { (arg == 0 ? x.dst : x.src) = to; }
+
+void replay(Binding& b, BoundItem& x) {
+  if (x.peer)  // its dependencies (sync.cpp) as its wait list, its own event as its signal
+    enqueue_peer_copy(*x.dst, *x.src, x.n, gather_events(b, &b.wait_slots[x.wait_at], x.wait_n), x.wait_n,
+                      x.signal >= 0 ? &b.events[x.signal] : nullptr);
+  else
+    enqueue_copy(*x.dst, *x.src, x.n, x.staging);
+}
+
+}  // namespace
+
+const KindOps copy_kind{"copy", operands, operand_name, queue, label, title, describe, uses_variables, false, false,
+                        run_eager, submit, bind, point, replay, nullptr};
+
+}  // namespace encore::detail

@@ -1,0 +1,79 @@
+// The fill kind: every element of a buffer (or a view) set to one value, recorded with the value
+// and replayed as a device fill (clEnqueueFillBuffer; the NULL device writes its memory).
+#include "exec/kind.hpp"
+
+namespace encore::detail {
+
+namespace {
+
+void operands(const ExecItem& it, std::vector<Operand>& out) { out.push_back({const_cast<Buffer*>(&it.dst), Access::out, 0}); }
+std::string operand_name(const ExecItem&, uint32_t) { return "destination"; }
+const std::shared_ptr<DeviceImpl>& queue(const ExecItem& it) { return it.dst.impl()->dev; }
+std::string label(const ExecItem& it) { return it.name.empty() ? "fill" : it.name; }
+std::string title(const ExecItem&) { return "fill"; }
+std::string describe(const ExecItem& it) { return "fill " + it.dst.describe() + " with " + value_str(it.dst.dtype(), it.data->data()); }
+bool uses_variables(const ExecItem&) { return false; }
+
+void run_eager(const ExecItem& it) {
+  auto t0 = std::chrono::steady_clock::now();
+  BufferImpl& d = *it.dst.impl();
+  d.ensure_allocated();
+  d.dev->fill(d.root()->mem, d.offset, it.data->data(), it.data->size(), d.nbytes);
+  d.bump();
+  after_eager(it, *d.dev, t0);
+}
+
+void submit(const ExecItem& it) { it.dst.device().fill_bytes(it.dst, it.data->data(), it.data->size()); }
+
+void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) {
+  x.dst = c.b.current[st.ops[0]].impl();
+  x.n = it.dst.nbytes();
+  x.data = it.data->data();
+  x.unit = it.data->size();
+  c.b.uses[st.ops[0]].push_back({c.bound, 0, 0});
+}
+
+void point(BoundItem& x, uint32_t, uint32_t, BufferImpl* to, NativeMem*) { x.dst = to; }
+void replay(Binding&, BoundItem& x) { x.dev->fill(x.dst->root()->mem, x.dst->offset, x.data, x.unit, x.n); }
+
+}  // namespace
+
+const KindOps fill_kind{"fill", operands, operand_name, queue, label, title, describe, uses_variables, false, false,
+                        run_eager, submit, bind, point, replay, nullptr};
+
+}  // namespace encore::detail
+
+namespace encore {
+
+void Device::fill_bytes(const Buffer& buf, const void* value, size_t value_bytes) const {
+  if (!buf) throw ArgumentError("fill: null buffer");
+  if (!value) throw ArgumentError("fill: null value");
+  detail::BufferImpl& d = *buf.impl();
+  if (d.dev != shared_impl()) throw ArgumentError("fill: " + buf.describe() + " is not on " + id());
+  const size_t es = size(buf.dtype());
+  if (value_bytes != es)
+    throw ArgumentError("fill: the value has " + std::to_string(value_bytes) + " bytes, " + buf.describe() + " has elements of " +
+                        std::to_string(es) + " bytes; pass one element of its dtype");
+  // clEnqueueFillBuffer wants the offset to be a multiple of the pattern: a view made by
+  // Buffer::view always is; a reinterpretation (as) of a view at an odd byte may not be
+  if (d.offset % es != 0)
+    throw ArgumentError("fill: " + buf.describe() + " starts at byte " + std::to_string(d.offset) + " of its storage, not a multiple of its " +
+                        std::to_string(es) + "-byte elements; fill a view of whole elements");
+  if (d.nbytes == 0) return;
+  ExecItem item;
+  item.kind = ItemKind::fill;
+  item.dst = buf;
+  auto p = static_cast<const unsigned char*>(value);
+  item.data = std::make_shared<const std::vector<unsigned char>>(p, p + value_bytes);
+  detail::fill_kind.run_eager(item);
+  detail::record_item(std::move(item));
+}
+
+void Device::fill_value(const Buffer& buf, DType type, const void* value) const {
+  if (buf && type != buf.dtype())
+    throw ArgumentError("fill: the value is " + std::string(name(type)) + ", " + buf.describe() + " holds " + std::string(name(buf.dtype())) +
+                        "; cast the value to the buffer's type");
+  fill_bytes(buf, value, size(type));
+}
+
+}  // namespace encore

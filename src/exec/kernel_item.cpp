@@ -1,0 +1,163 @@
+// The kernel kind: a launch of a compiled kernel over buffer, scalar, Variable and __local
+// arguments with literal or Variable launch sizes.
+#include <array>
+#include <mutex>
+
+#include "exec/kind.hpp"
+
+namespace encore::detail {
+
+namespace {
+
+void operands(const ExecItem& it, std::vector<Operand>& out) {
+  for (uint32_t i = 0; i < it.args.size(); ++i)
+    if (it.args[i].kind == Arg::Kind::buffer) out.push_back({const_cast<Buffer*>(&it.args[i].buf), it.args[i].access, i});
+}
+
+std::string operand_name(const ExecItem& it, uint32_t arg) {
+  const auto& params = it.kernel.params();
+  if (arg < params.size())
+    return "argument " + std::to_string(arg) + " (" + (params[arg].const_data ? "const " : "") + params[arg].type_name + " " + params[arg].name + ")";
+  return "argument " + std::to_string(arg);
+}
+
+const std::shared_ptr<DeviceImpl>& queue(const ExecItem& it) { return it.kernel.impl()->program->dev; }
+std::string label(const ExecItem& it) { return it.name.empty() ? it.kernel.name() : it.name; }
+std::string title(const ExecItem& it) { return "kernel " + it.kernel.name(); }
+
+std::string sizes_str(const Sizes& s) {
+  std::string r = "[";
+  for (uint8_t i = 0; i < s.n; ++i) {
+    if (i) r += ",";
+    const Size& z = s.v[i];
+    if (z.var()) r += (z.mul() != 1 ? std::to_string(z.mul()) + "*" : "") + z.var()->name() + (z.add() ? "+" + std::to_string(z.add()) : "");
+    else r += std::to_string(z.add());
+  }
+  return r + "]";
+}
+
+std::string describe(const ExecItem& it) {
+  std::string s = label(it) + args_str(it.args) + " global " + sizes_str(it.global);
+  if (!it.local.empty()) s += " local " + sizes_str(it.local);
+  return s;
+}
+
+bool uses_variables(const ExecItem& it) {
+  if (it.global.uses_variable() || it.local.uses_variable()) return true;
+  for (const Arg& a : it.args)
+    if (a.kind == Arg::Kind::variable) return true;
+  return false;
+}
+
+void run_eager(const ExecItem& it) {
+  auto t0 = std::chrono::steady_clock::now();
+  LaunchDims ld;
+  uint64_t ns = 0;
+  const bool debug = debug_level() >= 2;
+  const bool traced = trace_active() && !debug;
+  if (!run_kernel_eager(*it.kernel.impl(), it.args, it.global, it.local, ld, debug ? &ns : nullptr, traced ? &it : nullptr)) return;
+  if (debug) debug_print_item(it, ld.dims, ld.gws, ld.lws, ns, micros_since(t0));
+}
+
+void submit(const ExecItem& it) { it.kernel.device().launch_args(it.kernel, it.global, it.local, it.args, it.name, it.estimate); }
+
+void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) {
+  Binding& b = c.b;
+  const Plan& p = c.p;
+  KernelImpl& k = *it.kernel.impl();
+  {
+    std::lock_guard<std::mutex> lock(k.program->mu);
+    x.kernel = k.program->backend->create_kernel(k.sig->name);
+  }
+  uint32_t op = 0;
+  for (uint32_t ai = 0; ai < it.args.size(); ++ai) {
+    const Arg& a = it.args[ai];
+    switch (a.kind) {
+      case Arg::Kind::buffer: {
+        const uint32_t e = st.ops[op];
+        x.kernel->set_buffer(ai, b.current[e].impl()->handle());
+        b.uses[e].push_back({c.bound, op++, ai});
+        break;
+      }
+      case Arg::Kind::scalar: x.kernel->set_arg(ai, size(a.dtype), &a.bits); break;
+      case Arg::Kind::local: x.kernel->set_local(ai, a.local_bytes); break;
+      case Arg::Kind::variable: {
+        uint32_t v = st.var_ref[ai];
+        uint64_t bits = var_arg_bits(*p.vars[v].state(), c.u.vars[v].i, c.u.vars[v].f, a.dtype);
+        x.kernel->set_arg(ai, size(a.dtype), &bits);
+        b.var_args[v].push_back({c.bound, ai, a.dtype});
+        break;
+      }
+    }
+  }
+  for (uint32_t d = 0; d < st.dims; ++d)
+    for (const SizeRef* s : {&st.g[d], &st.l[d]})
+      if (s->var >= 0 && (s == &st.g[d] || st.has_local)) {
+        auto& users = b.var_sizes[static_cast<size_t>(s->var)];
+        if (users.empty() || users.back() != c.bound) users.push_back(c.bound);
+      }
+  resolve_sizes(p, x, c.u.vars, x.ld);
+}
+
+void point(BoundItem& x, uint32_t, uint32_t arg, BufferImpl*, NativeMem* handle) { x.kernel->set_buffer(arg, handle); }
+
+NativeEvent* replay_event(BoundItem& x) {
+  if (x.ld.empty) return nullptr;
+  return x.dev->launch_traced(*x.kernel, x.ld.dims, x.ld.gws, x.ld.lws);
+}
+
+}  // namespace
+
+bool run_kernel_eager(KernelImpl& k, const std::vector<Arg>& args, const Sizes& global, const Sizes& local, LaunchDims& ld,
+                      uint64_t* ns, const ExecItem* traced) {
+  DeviceImpl& dev = *k.program->dev;
+  int64_t g[3], l[3];
+  for (uint8_t d = 0; d < global.n; ++d) g[d] = global.v[d].eval();
+  for (uint8_t d = 0; d < local.n; ++d) l[d] = local.v[d].eval();
+  try {
+    resolve_launch(global.n, g, local.empty() ? nullptr : l, dev, *k.eager, ld, "launch");
+  } catch (const ArgumentError& e) {  // the kernel's name only on failure: no string built per launch
+    throw ArgumentError("kernel " + k.sig->name + ": " + e.what());
+  }
+  if (ld.empty) return false;
+  const uint32_t dims = ld.dims;
+  const size_t* lws = ld.lws;
+  {
+    std::lock_guard<std::mutex> lock(k.mu);
+    BackendKernel& bk = *k.eager;
+    for (uint32_t i = 0; i < args.size(); ++i) {
+      const Arg& a = args[i];
+      switch (a.kind) {
+        case Arg::Kind::buffer: bk.set_buffer(i, a.buf.impl()->handle()); break;
+        case Arg::Kind::scalar: bk.set_arg(i, size(a.dtype), &a.bits); break;
+        case Arg::Kind::local: bk.set_local(i, a.local_bytes); break;
+        case Arg::Kind::variable: {
+          const VarState& v = *a.var->state();
+          VarValue val = var_value(v);
+          uint64_t bits = var_arg_bits(v, val.i, val.f, a.dtype);
+          bk.set_arg(i, size(a.dtype), &bits);
+          break;
+        }
+      }
+    }
+    if (traced) trace_item(dev, dev.launch_traced(bk, ld.dims, ld.gws, ld.lws), *traced, "eager", ld.dims, ld.gws);
+    else enqueue_launch(dev, bk, ld, ns);
+    std::array<size_t, 4> cfg{dims, lws[0], dims > 1 ? lws[1] : 0, dims > 2 ? lws[2] : 0};
+    bool seen = false;
+    for (const auto& cf : k.seen_configs) seen = seen || cf == cfg;
+    if (!seen) {
+      k.seen_configs.push_back(cfg);
+      if (k.seen_configs.size() > 1 || !k.program->from_disk) {
+        k.program->dirty = true;
+        dev.programs_dirty = true;
+      }
+    }
+  }
+  bump_written(args);
+  return true;
+}
+
+const KindOps kernel_kind{"kernel", operands, operand_name, queue, label, title, describe, uses_variables, false, true,
+                          run_eager, submit, bind, point, replay_launch, replay_event};
+
+}  // namespace encore::detail

@@ -1,0 +1,35 @@
+// The table of item kinds, by ItemKind: the one list a new kind is added to.
+#include "exec/kind.hpp"
+
+namespace encore::detail {
+
+namespace {
+constexpr const KindOps* kinds[] = {&kernel_kind, &copy_kind, &upload_kind, &native_kind, &fill_kind};
+static_assert(sizeof(kinds) / sizeof(kinds[0]) == static_cast<size_t>(ItemKind::fill) + 1, "one table entry per ItemKind");
+}  // namespace
+
+const KindOps& kind_of(ItemKind k) {
+  const auto i = static_cast<size_t>(k);
+  if (i >= sizeof(kinds) / sizeof(kinds[0])) throw ArgumentError("item kind " + std::to_string(i) + " is not a kind this version knows");
+  return *kinds[i];
+}
+
+void bump_written(const std::vector<Arg>& args) {
+  for (const Arg& a : args)
+    if (a.kind == Arg::Kind::buffer && (static_cast<uint8_t>(a.access) & static_cast<uint8_t>(Access::out))) a.buf.impl()->bump();
+}
+
+void record_item(ExecItem&& item) {
+  if (Recorder* r = current_recorder()) r->items.push_back(std::move(item));
+}
+
+double micros_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void after_eager(const ExecItem& it, DeviceImpl& dev, std::chrono::steady_clock::time_point t0) {
+  if (trace_active()) trace_item(dev, nullptr, it, "eager", 0, nullptr);
+  if (debug_level() >= 2) debug_print_item(it, 0, nullptr, nullptr, 0, micros_since(t0));
+}
+
+}  // namespace encore::detail

@@ -1,0 +1,82 @@
+// The native kind: work that native code enqueues itself (an OpenCL library, an engine's kernels,
+// a collective) over buffers whose access it states. Split-phase calls (collectives) begin at their
+// place on replay and finish where their results are first needed (src/unit/sync.cpp).
+#include "exec/kind.hpp"
+
+namespace encore::detail {
+
+namespace {
+
+void operands(const ExecItem& it, std::vector<Operand>& out) {
+  for (uint32_t i = 0; i < it.args.size(); ++i) out.push_back({const_cast<Buffer*>(&it.args[i].buf), it.args[i].access, i});
+}
+std::string operand_name(const ExecItem&, uint32_t arg) { return "buffer " + std::to_string(arg); }
+const std::shared_ptr<DeviceImpl>& queue(const ExecItem& it) { return it.native->dev; }
+std::string label(const ExecItem& it) { return it.name.empty() ? "native" : it.name; }
+std::string title(const ExecItem& it) { return "native call " + (it.name.empty() ? std::string("(unnamed)") : it.name); }
+std::string describe(const ExecItem& it) { return "native " + it.name + args_str(it.args); }
+bool uses_variables(const ExecItem&) { return false; }
+
+void run_eager(const ExecItem& it) {
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<NativeMem*> mems;
+  for (const Arg& a : it.args) {
+    a.buf.impl()->ensure_allocated();
+    mems.push_back(a.buf.impl()->handle());
+  }
+  enqueue_native(*it.native->dev, *it.native, mems.data(), mems.size());
+  bump_written(it.args);
+  after_eager(it, *it.native->dev, t0);
+}
+
+void submit(const ExecItem& it) { Device(it.native->dev).run_native(it.native, it.args, it.name); }
+
+// Its buffers' handles live in Binding::native_mems, reserved at bind so the pointers stay valid.
+void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) {
+  Binding& b = c.b;
+  x.call = it.native.get();
+  x.n = it.args.size();
+  x.mems = b.native_mems.data() + b.native_mems.size();
+  for (uint32_t ai = 0; ai < it.args.size(); ++ai) {
+    b.native_mems.push_back(b.current[st.ops[ai]].impl()->handle());
+    b.uses[st.ops[ai]].push_back({c.bound, ai, ai});
+  }
+  if (c.p.sync.split[x.item]) {
+    x.replay = replay_begin;
+    x.split = static_cast<int32_t>(b.splits.size());
+    b.splits.push_back(c.bound);
+    b.open.push_back(0);
+  }
+}
+
+void point(BoundItem& x, uint32_t, uint32_t arg, BufferImpl*, NativeMem* handle) { x.mems[arg] = handle; }
+
+void replay(Binding&, BoundItem& x) { enqueue_native(*x.dev, *x.call, x.mems, x.n); }
+
+}  // namespace
+
+void replay_begin(Binding& b, BoundItem& x) {
+  x.call->begin(*x.dev, x.mems, x.n);
+  b.open[static_cast<size_t>(x.split)] = 1;
+}
+
+void replay_finish(Binding& b, BoundItem& x) {
+  uint8_t& open = b.open[static_cast<size_t>(x.split)];
+  if (!open) return;  // not begun in this replay (it failed before), or finished already
+  open = 0;           // a finish that throws is not cancelled after it
+  x.call->finish(*x.dev, x.mems, x.n);
+}
+
+void cancel_open(Binding& b) noexcept {
+  for (size_t k = 0; k < b.splits.size(); ++k)
+    if (b.open[k]) {
+      b.open[k] = 0;
+      BoundItem& y = b.items[b.splits[k]];
+      y.call->cancel(*y.dev);
+    }
+}
+
+const KindOps native_kind{"native", operands, operand_name, queue, label, title, describe, uses_variables, true, true,
+                          run_eager, submit, bind, point, replay, nullptr};
+
+}  // namespace encore::detail
