@@ -74,7 +74,10 @@ static std::string sizes_str(const Sizes& s) {
 std::string ExecItem::describe() const {
   switch (kind) {
     case ItemKind::copy: return "copy " + dst.describe() + " <- " + src.describe();
-    case ItemKind::upload: return "upload " + std::to_string(data ? data->size() : 0) + " bytes -> " + dst.describe();
+    case ItemKind::upload:
+      return "upload " + std::to_string(data ? data->size() : 0) + " bytes" +
+             (host_slot >= 0 ? " from host input " + std::to_string(host_slot) + " at byte " + std::to_string(host_offset) : std::string()) +
+             " -> " + dst.describe();
     case ItemKind::kernel:
     case ItemKind::native: break;
   }

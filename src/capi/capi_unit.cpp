@@ -2,6 +2,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -41,15 +42,6 @@ void fill_stats(const UnitStats& s, encore_unit_stats* out) {
 
 namespace {
 
-std::vector<Device> devices_of(const ExecutionUnit& u) {
-  std::vector<Device> v;
-  for (const ExecItem& it : u.items()) {
-    add_device(v, it.device());
-    if (it.src) add_device(v, it.src.device());
-  }
-  return v;
-}
-
 std::shared_ptr<UnitObj> make_unit(ExecutionUnit u) {
   auto o = std::make_shared<UnitObj>();
   o->unit = std::move(u);
@@ -57,7 +49,7 @@ std::shared_ptr<UnitObj> make_unit(ExecutionUnit u) {
 }
 
 // A completion event of all work queued so far on `devices` (one marker each; none on NULL).
-std::shared_ptr<EventObj> markers(const std::vector<Device>& devices) {
+std::shared_ptr<EventObj> markers(std::span<const Device> devices) {
   auto ev = std::make_shared<EventObj>();
   for (const Device& d : devices)
     if (Event e = d.marker()) ev->parts.push_back(std::move(e));
@@ -110,8 +102,7 @@ struct JitObj : Object {
   // handles given to the caller, reused while they name the same buffer
   std::vector<encore_buffer> out_handles;
   std::vector<Buffer> out_bufs;
-  std::vector<Device> eager_devices, unit_devices;
-  const ExecutionUnit* unit_devices_of = nullptr;  // the unit unit_devices belong to
+  std::vector<Device> eager_devices;  // every device an eager call's inputs and outputs were on
 
   ~JitObj() override {
     for (encore_buffer h : out_handles) release(h);
@@ -496,14 +487,10 @@ encore_status encore_jit_call(encore_jit jit, const encore_buffer* inputs, size_
     j->var_vals.clear();
     for (size_t i = 0; i < num_vars; ++i) j->var_vals.push_back(to_bound(vars[i], i));
 
-    const ExecutionUnit* replaying = j->jit->unit_for(j->in_bufs, j->var_vals);  // this signature's unit, if captured
-    const bool replay = replaying != nullptr;
-    if (replay && replaying != j->unit_devices_of) {
-      j->unit_devices = devices_of(*replaying);
-      j->unit_devices_of = replaying;
-    }
-    if (replay) {
-      for (const Device& d : j->unit_devices) d.wait_for(waits);  // on the queues: no host wait
+    // TinyJit's answer: the unit this call replays (its slot lives on while the jit does), or null
+    const ExecutionUnit* replaying = j->jit->unit_for(j->in_bufs, j->var_vals);
+    if (replaying) {
+      for (const Device& d : replaying->devices()) d.wait_for(waits);  // on the queues: no host wait
     } else {
       for (const Event& e : waits) e.wait();  // eager work may go to any device: wait here
     }
@@ -518,7 +505,7 @@ encore_status encore_jit_call(encore_jit jit, const encore_buffer* inputs, size_
     } pop;
     std::vector<Buffer> outs = (*j->jit)(j->in_bufs, j->var_vals);
     publish_outputs(*j, outs, outputs);
-    if (done_out) put(markers(replay ? j->unit_devices : j->eager_devices), done_out);
+    if (done_out) put(markers(replaying ? replaying->devices() : std::span<const Device>(j->eager_devices)), done_out);
   });
 }
 
@@ -537,8 +524,6 @@ encore_status encore_jit_reset(encore_jit jit) {
     auto j = get<JitObj>(jit, "jit");
     auto lock = lock_idle(*j, "reset");
     j->jit->reset();
-    j->unit_devices.clear();
-    j->unit_devices_of = nullptr;
   });
 }
 
@@ -547,8 +532,8 @@ encore_status encore_jit_get_stats(encore_jit jit, encore_unit_stats* out) {
     auto j = get<JitObj>(jit, "jit");
     need(out, "out");
     auto lock = lock_idle(*j, "queried");
-    if (j->jit->calls() >= 2 && j->jit->unit()) {
-      fill_stats(j->jit->unit().stats(), out);
+    if (const ExecutionUnit& u = j->jit->unit()) {  // the last call's signature, from its call 2 on
+      fill_stats(u.stats(), out);
       return;
     }
     fail(ENCORE_ERROR_JIT, "the jit has no captured unit yet (" + std::to_string(j->jit->calls()) +

@@ -214,6 +214,14 @@ void bind_unit(UnitImpl& u) {
           }
         } else {
           x.data = it.data->data();
+          if (it.host_slot >= 0) {  // a ring of staging copies, one per replay in flight (none when unbounded: blocking)
+            x.host = &u.host_now[static_cast<size_t>(it.host_slot)];
+            x.host_off = it.host_offset;
+            if (u.in_flight_depth) {
+              b.staging.push_back(std::make_unique<unsigned char[]>(x.n * u.in_flight_depth));
+              x.staging = b.staging.back().get();
+            }
+          }
         }
         b.n_replay += pass == 0;
       }

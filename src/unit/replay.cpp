@@ -3,6 +3,7 @@
 // No allocation, lookup or compile here.
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <utility>
 
 #include "testing.hpp"
@@ -55,6 +56,17 @@ static NativeEvent* const* gather(Binding& bd, const uint32_t* slots, size_t n) 
   return bd.gather.data();
 }
 
+// An upload from a host input: the bytes bound for this call, copied into this replay's staging
+// copy (the replay that used it last, in_flight_depth calls ago, has completed: run_unit waited for
+// it), so the caller may change them as soon as the run returns. Unbounded: a blocking upload.
+static void upload_host(const Binding& bd, const BoundItem& b) {
+  const unsigned char* src = *b.host + b.host_off;
+  if (!b.staging) return enqueue_upload(*b.dst, src, b.n, true);
+  unsigned char* copy = b.staging + static_cast<size_t>(bd.ring) * b.n;
+  std::memcpy(copy, src, b.n);
+  enqueue_upload(*b.dst, copy, b.n, false);
+}
+
 static void run_item(Binding& bd, BoundItem& b) {
   switch (b.kind) {
     case ItemKind::kernel:
@@ -67,7 +79,10 @@ static void run_item(Binding& bd, BoundItem& b) {
       else
         enqueue_copy(*b.dst, *b.src, b.n, b.staging);
       return;
-    case ItemKind::upload: enqueue_upload(*b.dst, b.data, b.n, false); return;
+    case ItemKind::upload:
+      if (b.host) return upload_host(bd, b);
+      enqueue_upload(*b.dst, b.data, b.n, false);
+      return;
     case ItemKind::native:
       if (b.split) b.call->begin(*b.dev, b.mems, b.n);  // finished by run_items_ordered
       else enqueue_native(*b.dev, *b.call, b.mems, b.n);
@@ -232,6 +247,7 @@ void run_unit(UnitImpl& u) {
       if (slot[d]) u.plan.devices[d]->wait_release(std::exchange(slot[d], nullptr));
   for (uint32_t s = 0; s < u.staged.size(); ++s)
     if (u.staged[s]) enqueue_copy(*u.staging[s].impl(), *u.inputs[s].impl(), u.staging[s].nbytes(), nullptr);
+  b.ring = u.in_flight_next;
   // the plain loop ends each device's replay with its last kernel's event; the others with markers
   b.end_events = slot && !debug && !trace_active() && !u.plan.sync.ordered() ? slot : nullptr;
   if (debug) run_items_ordered(u, b, [&](Binding& bd, BoundItem& x) { run_item_debug(u.plan, bd, x); });
