@@ -203,7 +203,7 @@ ExecutionUnit& ExecutionUnit::bind_host_input(size_t slot, const void* data, siz
   const size_t want = u.host_captured[slot].size();
   if (bytes != want)
     throw JitError("host input " + std::to_string(slot) + ": captured " + std::to_string(want) + " bytes, given " + std::to_string(bytes) +
-                   " (a host input keeps its capture's size; another size is another capture)");
+                   " bytes (a host input keeps its capture's size; another size is another capture)");
   if (!data && bytes) throw JitError("host input " + std::to_string(slot) + ": null data for " + std::to_string(bytes) + " bytes");
   u.host_now[slot] = static_cast<const unsigned char*>(data);
   return *this;

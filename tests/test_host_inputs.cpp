@@ -5,6 +5,7 @@
 // Eager == replay on NULL (copies and uploads move real bytes there) and OpenCL. Public headers only.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <span>
 #include <string>
 #include <vector>
@@ -32,6 +33,12 @@ auto host_step(Env& e) {
   };
 }
 
+// Rewrites v in place (its bytes stay where they are: a span of it stays valid).
+void fill_seq(std::vector<float>& v, float start, float step = 1.f) {
+  const std::vector<float> s = seq(v.size(), start, step);
+  std::copy(s.begin(), s.end(), v.begin());
+}
+
 JitOptions opts() {
   JitOptions o;
   o.verify = 0;
@@ -50,7 +57,7 @@ TEST_P(HostInputs, ReplayUploadsEachCallsSpan) {
   Buffer x = make(e.dev, seq(n, 1.f, 0.5f));
   std::vector<float> h(n);  // one vector, rewritten in place: the same address every call
   for (int call = 0; call < 12; ++call) {
-    h = seq(n, 100.f * static_cast<float>(call), 1.f);
+    fill_seq(h, 100.f * static_cast<float>(call), 1.f);
     std::vector<float> want = get(f(x, std::span<const float>(h)));
     std::vector<float> got = get(jit(x, std::span<const float>(h)));
     EXPECT_EQ(got, want) << "call " << call;
@@ -90,7 +97,7 @@ TEST_P(HostInputs, SpanMayChangeOnceTheCallReturns) {
     std::vector<Buffer> outs;
     std::vector<std::vector<float>> want;
     for (int call = 0; call < 10; ++call) {
-      h = seq(n, 1000.f * static_cast<float>(call), 2.f);
+      fill_seq(h, 1000.f * static_cast<float>(call), 2.f);
       want.push_back(get(f(x, std::span<const float>(h))));
       Buffer y = jit(x, std::span<const float>(h));
       Buffer keep = e.dev.alloc<float>(n);
@@ -282,8 +289,8 @@ TEST_P(HostInputs, ExplicitCapture) {
   std::vector<float> shorter(23);
   expect_jit_error([&] { unit.bind_host_input(0, std::span<const float>(shorter)); }, {"host input 0", "captured 96 bytes", "given 92 bytes"});
   expect_jit_error([&] { unit.bind_host_input(1, std::span<const float>(next)); }, {"host input slot 1", "1 host inputs"});
-  next = seq(24, 3.f);
-  unit();  // still bound to `next`, whose bytes are read at each run
+  fill_seq(next, 3.f);  // in place: `next` is still bound, and its bytes are read at each run
+  unit();
   EXPECT_EQ(get(y), next);
   // concatenation keeps both units' host inputs, each starting from its capture's bytes
   encore::ExecutionUnit both = unit + unit;
