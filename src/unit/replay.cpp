@@ -250,10 +250,20 @@ void run_unit(UnitImpl& u) {
   b.ring = u.in_flight_next;
   // the plain loop ends each device's replay with its last kernel's event; the others with markers
   b.end_events = slot && !debug && !trace_active() && !u.plan.sync.ordered() ? slot : nullptr;
-  if (debug) run_items_ordered(u, b, [&](Binding& bd, BoundItem& x) { run_item_debug(u.plan, bd, x); });
-  else if (trace_active()) run_items_ordered(u, b, [&](Binding& bd, BoundItem& x) { run_item_traced(u.plan, bd, x); });
-  else if (u.plan.sync.ordered()) run_items_ordered(u, b, run_item);
-  else run_items(u, b, run_item);
+  try {
+    if (debug) run_items_ordered(u, b, [&](Binding& bd, BoundItem& x) { run_item_debug(u.plan, bd, x); });
+    else if (trace_active()) run_items_ordered(u, b, [&](Binding& bd, BoundItem& x) { run_item_traced(u.plan, bd, x); });
+    else if (u.plan.sync.ordered()) run_items_ordered(u, b, run_item);
+    else run_items(u, b, run_item);
+  } catch (...) {
+    // a failed enqueue leaves this replay without its in-flight events: let what it queued finish,
+    // so the next replay may reuse this replay's staging copies (host uploads read them)
+    for (auto& d : u.plan.devices) try {
+        d->finish();
+      } catch (...) {
+      }
+    throw;
+  }
   for (BufferImpl* r : b.written_roots) r->version.fetch_add(1, std::memory_order_acq_rel);
   for (uint32_t e : b.written_entries) b.current[e].impl()->bump();
   if (slot) {
