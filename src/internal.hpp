@@ -291,6 +291,8 @@ struct Recorder {
   double started_us = 0;  // for the trace's "record" span
   bool allow_copyout = false;
   std::vector<ExecItem> items;
+  // host inputs (slot = index): a copyin whose source lies inside one is recorded as from it
+  std::vector<std::pair<const unsigned char*, size_t>> hosts;
   std::atomic<bool> closed{false};
 };
 // The recorder of this thread, null when none (or its owner closed it).

@@ -399,6 +399,20 @@ ENCORE_C_API encore_status encore_jit_call(encore_jit jit, const encore_buffer* 
                                            const encore_bound_var* vars, size_t num_vars, encore_buffer* outputs,
                                            size_t num_outputs, const encore_event* wait_list, size_t num_wait,
                                            encore_event* done_out);
+/* Host bytes a call passes as a host input (e.g. this step's indices). */
+typedef struct encore_host_input {
+  const void* data;
+  size_t bytes;
+} encore_host_input;
+/* encore_jit_call with host inputs: an encore_buffer_write inside the step whose source lies inside
+ * hosts[k]'s bytes replays from the bytes hosts[k] names in each later call (copied while the call
+ * enqueues: they may change once it returns); any other write replays the bytes seen at capture.
+ * The step reaches the bytes through its userdata (the same memory as hosts[k]). Each host input's
+ * size is part of the call's signature, like an input buffer's. hosts may be NULL when num_hosts is 0. */
+ENCORE_C_API encore_status encore_jit_call_hosts(encore_jit jit, const encore_buffer* inputs, size_t num_inputs,
+                                                 const encore_host_input* hosts, size_t num_hosts, const encore_bound_var* vars,
+                                                 size_t num_vars, encore_buffer* outputs, size_t num_outputs,
+                                                 const encore_event* wait_list, size_t num_wait, encore_event* done_out);
 /* Completed calls so far. */
 ENCORE_C_API encore_status encore_jit_calls(encore_jit jit, uint64_t* calls);
 /* Drops the capture: the next call is call 0 again. */

@@ -114,6 +114,11 @@ struct ENCORE_API ExecItem {
   // copy: dst <- src; upload: dst <- *data; fill: every element of dst <- *data (one element's bytes)
   Buffer dst, src;
   std::shared_ptr<const std::vector<unsigned char>> data;
+  // upload from a host input (a span passed to the TinyJit call, Capture::add_host_input): its
+  // slot and the byte offset into it; replay uploads that slot's bytes bound then. -1: `data`,
+  // the bytes seen at capture, on every replay.
+  int32_t host_slot = -1;
+  uint64_t host_offset = 0;
   // native: the call; its buffers (with their declared access) are `args`
   std::shared_ptr<const NativeCall> native;
   // metadata

@@ -48,7 +48,7 @@ struct UnitStats {
   size_t batches = 0;  // submissions per replay
 };
 
-namespace detail { struct UnitImpl; struct UnitAccess; }
+namespace detail { struct UnitImpl; struct UnitAccess; struct CaptureAccess; }
 
 class ENCORE_API ExecutionUnit {
  public:
@@ -57,14 +57,12 @@ class ENCORE_API ExecutionUnit {
   ExecutionUnit(ExecutionUnit&&) noexcept;
   ExecutionUnit& operator=(ExecutionUnit&&) noexcept;
 
-  // Builds a unit over recorded items. `inputs` become slots 0..n-1 (rebindable); `outputs` are
-  // buffers handed out to the caller (never planned).
-  static ExecutionUnit build(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vector<Buffer> outputs,
-                             UnitOptions options = {});
-
   const std::vector<ExecItem>& items() const;  // as captured, in order
   std::vector<bool> one_time() const;          // per item: pruned from replay
   const UnitStats& stats() const;
+  // The devices whose queues a run uses (each once): where to order it after other work, and
+  // what to mark for its completion.
+  std::span<const Device> devices() const;
   size_t num_inputs() const;
   const Buffer& captured_input(size_t slot) const;
   const Buffer& input(size_t slot) const;      // currently bound
@@ -87,6 +85,15 @@ class ENCORE_API ExecutionUnit {
   ExecutionUnit& bind_var(size_t slot, int64_t value);
   ExecutionUnit& bind_var_f(size_t slot, double value);
   ExecutionUnit& bind(const BoundVar& v);
+  // Host inputs (Capture::add_host_input; a TinyJit's span arguments): the bytes the next runs
+  // upload where the capture copied in from host input `slot`, exactly as many as at capture
+  // (JitError otherwise). A run copies them while it enqueues (into staging made at bind, one copy
+  // per replay in flight; a unit with max_in_flight 0 uploads them blocking), so they may change
+  // or go once run returns; bind again before a run that must see other bytes, and never let a run
+  // see freed ones. Until bound, a slot holds the bytes seen at capture.
+  size_t num_host_inputs() const;
+  ExecutionUnit& bind_host_input(size_t slot, const void* data, size_t bytes);
+  template <class T> ExecutionUnit& bind_host_input(size_t slot, std::span<const T> s) { return bind_host_input(slot, s.data(), s.size_bytes()); }
   // Convenient form: captured input -> new buffer, variables by handle.
   ExecutionUnit& update(const std::map<Buffer, Buffer>& buffers, std::span<const BoundVar> var_vals = {});
 
@@ -126,12 +133,19 @@ class ENCORE_API Capture {
   Capture& operator=(const Capture&) = delete;
 
   size_t add_input(const Buffer& b);   // returns the input's slot
+  // A host input, returns its slot: a copyin issued after this whose source lies inside these
+  // bytes is replayed from the bytes bound to the slot (ExecutionUnit::bind_host_input), not from a
+  // snapshot. The bytes must stay alive until end(), which keeps a copy as the slot's first binding.
+  // Any other copyin is replayed with the bytes it had at capture.
+  size_t add_host_input(const void* data, size_t bytes);
+  template <class T> size_t add_host_input(std::span<const T> s) { return add_host_input(s.data(), s.size_bytes()); }
   void add_output(const Buffer& b);
   size_t items_recorded() const;
   // Ends recording and builds the unit. JitError when nothing was recorded.
   ExecutionUnit end();
 
  private:
+  friend struct detail::CaptureAccess;  // TinyJit captures through this class (src/jit.cpp)
   struct State;
   std::unique_ptr<State> s_;
 };

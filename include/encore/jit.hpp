@@ -21,6 +21,23 @@
 // std::pair); BoundVar arguments set variables; other arguments must be arithmetic or enums and
 // must keep their captured value. Buffers reached through the closure are state: replay uses them.
 //
+// Host inputs: a std::span of an arithmetic type (std::span<const int> of indices, a per-step
+// constant) is a host input. A copyin inside the step whose source lies inside that span (the span
+// or a subspan of it) replays from the span passed to each call: the bytes it holds then, copied
+// during the call (staging made at bind, no allocation per call), so the caller may reuse it once
+// the call returns. Its element count and size are part of the signature, like a buffer's: another
+// size captures its own unit (max_units 1: a JitError naming the host input and both sizes).
+//   auto step = encore::TinyJit([&](encore::Buffer x, std::span<const int> idx) {
+//     encore::Buffer i = dev.alloc<int>(idx.size());
+//     i.copyin(idx);                                   // replayed with each call's idx
+//     ...
+//   });
+//   step(x, std::span<const int>(indices));
+// Any other copyin is frozen: replay uploads the bytes it had at capture (from a closure vector, or
+// a host copy of the span). A std::vector<float> argument is no host input: its elements are scalar
+// arguments, which must keep their captured values. The capture check reports a copyin whose bytes
+// or source differ between calls 0 and 1.
+//
 // FOOTGUNS (see tests/test_footguns.cpp):
 // - Replay returns the SAME output buffers every call, overwritten in place. Copy what you keep, or
 //   set JitOptions::fresh_outputs.
@@ -116,13 +133,22 @@ struct ScalarSeen {
   bool operator==(const ScalarSeen&) const = default;
 };
 
+// A host span argument: host input `slot` of the call, in argument order.
+struct HostSpan {
+  const void* data = nullptr;
+  size_t count = 0;     // elements
+  uint8_t elem = 0;     // bytes per element
+  size_t bytes() const { return count * elem; }
+};
+
 // The flattened arguments of one call: reused between calls, so flattening allocates nothing once
 // the vectors have grown.
 struct CallArgs {
   std::vector<Buffer> buffers;
   std::vector<BoundVar> vars;
   std::vector<ScalarSeen> scalars;
-  void clear() { buffers.clear(); vars.clear(); scalars.clear(); }
+  std::vector<HostSpan> hosts;
+  void clear() { buffers.clear(); vars.clear(); scalars.clear(); hosts.clear(); }
 };
 
 template <class T> struct is_std_vector : std::false_type {};
@@ -131,6 +157,9 @@ template <class T> struct is_std_array : std::false_type {};
 template <class T, size_t N> struct is_std_array<std::array<T, N>> : std::true_type {};
 template <class T> struct is_std_span : std::false_type {};
 template <class T, size_t N> struct is_std_span<std::span<T, N>> : std::true_type {};
+// A span of host numbers: a host input (TinyJit's header comment).
+template <class T> struct is_host_span : std::false_type {};
+template <class T, size_t N> struct is_host_span<std::span<T, N>> : std::bool_constant<std::is_arithmetic_v<std::remove_cv_t<T>>> {};
 template <class T> struct is_tuple_like : std::false_type {};
 template <class... T> struct is_tuple_like<std::tuple<T...>> : std::true_type {};
 template <class A, class B> struct is_tuple_like<std::pair<A, B>> : std::true_type {};
@@ -141,6 +170,8 @@ template <class T> void flatten(CallArgs& out, const T& v) {
     out.buffers.push_back(v);
   } else if constexpr (std::is_same_v<U, BoundVar>) {
     out.vars.push_back(v);
+  } else if constexpr (is_host_span<U>::value) {
+    out.hosts.push_back(HostSpan{v.data(), v.size(), static_cast<uint8_t>(sizeof(typename U::element_type))});
   } else if constexpr (is_std_vector<U>::value || is_std_array<U>::value || is_std_span<U>::value) {
     for (const auto& e : v) flatten(out, e);
   } else if constexpr (is_tuple_like<U>::value) {
@@ -196,8 +227,8 @@ template <class T, class Fn> T map_outputs(const T& v, Fn& f) {
 // One input slot (or one Variable passed) of a call's signature: what a unit replays only for.
 struct SigPart {
   const void* what = nullptr;  // buffers: the device; Variables: the variable
-  uint64_t count = 0;          // buffers: elements; Variables: 1 for a float variable
-  uint8_t dtype = 0, kind = 0; // kind: 0 a buffer, 1 a view, 2 a Variable
+  uint64_t count = 0;          // buffers, host spans: elements; Variables: 1 for a float variable
+  uint8_t dtype = 0, kind = 0; // kind: 0 a buffer, 1 a view, 2 a Variable, 3 a host span (dtype: bytes per element)
   bool operator==(const SigPart&) const = default;
 };
 // `a`'s signature into `out` (reused: no allocation once it has grown), and its description.
@@ -300,21 +331,20 @@ template <class F> class TinyJit {
   const ExecutionUnit& unit() const { return last_ ? last_->core.unit : empty_; }
   ExecutionUnit& unit() { return last_ ? last_->core.unit : empty_; }
   const JitOptions& options() const { return opt_; }
-  // The unit a call with these arguments would replay, or null when it would run eagerly (its
-  // signature is new, or not captured yet, or the jit is off): for callers that order the call
-  // after events on the unit's queues.
+  // Whether a call with these arguments would replay a captured unit (its signature's call 2 or
+  // later, the jit on, no capture recording on this thread); false when it would run eagerly (a
+  // warm-up, a capture, or the jit off). Verify mode replays and also runs the callable eagerly.
+  template <class... A> bool next_call_replays(const A&... a) const { return unit_for(a...) != nullptr; }
+  // The unit a call with these arguments would replay, or null when it would run eagerly (as
+  // next_call_replays): for callers that order the call after events on the unit's queues
+  // (ExecutionUnit::devices).
   template <class... A> const ExecutionUnit* unit_for(const A&... a) const {
     std::lock_guard<std::mutex> lock(*mu_);
     if (!opt_.enabled || detail::JitCore::capture_active() || slots_.empty()) return nullptr;
-    const Slot* s = slots_[0].get();
-    if (opt_.max_units > 1) {
-      probe_args_.clear();
-      (detail::flatten(probe_args_, a), ...);
-      detail::signature_of(probe_args_, probe_sig_);
-      s = nullptr;
-      for (const auto& x : slots_)
-        if (x->sig == probe_sig_) s = x.get();
-    }
+    probe_args_.clear();
+    (detail::flatten(probe_args_, a), ...);
+    detail::signature_of(probe_args_, probe_sig_);
+    const Slot* s = find(probe_sig_);
     return s && s->core.calls >= 2 ? &s->core.unit : nullptr;
   }
   // The units held, most recently used first: each signature ("f32[1024] on CL:0, ...") with its
@@ -346,12 +376,19 @@ template <class F> class TinyJit {
   // The slot of this call's signature: found (a short linear search, no allocation), or a new one,
   // dropping the least recently used past max_units. max_units 1 keeps the one slot: its unit
   // refuses other inputs with a JitError naming what differs.
+  // The slot that serves signature `sig`, or null (a new signature): the one call() and
+  // unit_for() both use.
+  Slot* find(const std::vector<detail::SigPart>& sig) const {
+    if (opt_.max_units <= 1) return slots_.empty() ? nullptr : slots_[0].get();
+    for (const auto& s : slots_)
+      if (s->sig == sig) return s.get();
+    return nullptr;
+  }
+
   Slot& select() {
     detail::signature_of(args_, sig_);
     ++tick_;
-    if (opt_.max_units <= 1 && !slots_.empty()) return touch(*slots_[0]);
-    for (auto& s : slots_)
-      if (s->sig == sig_) return touch(*s);
+    if (Slot* s = find(sig_)) return touch(*s);
     if (!slots_.empty() && slots_.size() >= opt_.max_units) {
       auto lru = std::min_element(slots_.begin(), slots_.end(), [](const auto& x, const auto& y) { return x->last_used < y->last_used; });
       detail::jit_note(false, "TinyJit: " + std::to_string(slots_.size()) + " units held (max_units): dropping the least recently used, for " +

@@ -2,6 +2,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -41,15 +42,6 @@ void fill_stats(const UnitStats& s, encore_unit_stats* out) {
 
 namespace {
 
-std::vector<Device> devices_of(const ExecutionUnit& u) {
-  std::vector<Device> v;
-  for (const ExecItem& it : u.items()) {
-    add_device(v, it.device());
-    if (it.src) add_device(v, it.src.device());
-  }
-  return v;
-}
-
 std::shared_ptr<UnitObj> make_unit(ExecutionUnit u) {
   auto o = std::make_shared<UnitObj>();
   o->unit = std::move(u);
@@ -57,7 +49,7 @@ std::shared_ptr<UnitObj> make_unit(ExecutionUnit u) {
 }
 
 // A completion event of all work queued so far on `devices` (one marker each; none on NULL).
-std::shared_ptr<EventObj> markers(const std::vector<Device>& devices) {
+std::shared_ptr<EventObj> markers(std::span<const Device> devices) {
   auto ev = std::make_shared<EventObj>();
   for (const Device& d : devices)
     if (Event e = d.marker()) ev->parts.push_back(std::move(e));
@@ -92,7 +84,8 @@ BoundVar to_bound(const encore_bound_var& b, size_t i) {
 
 // A TinyJit whose callable calls the C step with the handles of the current call.
 struct JitObj : Object {
-  using Fn = std::function<std::vector<Buffer>(const std::vector<Buffer>&, const std::vector<BoundVar>&)>;
+  using Hosts = std::vector<std::span<const unsigned char>>;  // TinyJit's host inputs
+  using Fn = std::function<std::vector<Buffer>(const std::vector<Buffer>&, const std::vector<BoundVar>&, const Hosts&)>;
 
   encore_step_fn fn = nullptr;
   void* userdata = nullptr;
@@ -106,12 +99,12 @@ struct JitObj : Object {
   size_t cur_num_vars = 0;
   std::vector<Buffer> in_bufs;
   std::vector<BoundVar> var_vals;
+  Hosts hosts;
   std::vector<encore_buffer> handed;  // what the step fills in
   // handles given to the caller, reused while they name the same buffer
   std::vector<encore_buffer> out_handles;
   std::vector<Buffer> out_bufs;
-  std::vector<Device> eager_devices, unit_devices;
-  const ExecutionUnit* unit_devices_of = nullptr;  // the unit unit_devices belong to
+  std::vector<Device> eager_devices;  // every device an eager call's inputs and outputs were on
 
   ~JitObj() override {
     for (encore_buffer h : out_handles) release(h);
@@ -463,7 +456,7 @@ encore_status encore_jit_create(encore_step_fn fn, void* userdata, size_t num_ou
     j->userdata = userdata;
     j->num_outputs = num_outputs;
     JitObj* self = j.get();  // the object outlives its TinyJit (a member)
-    j->jit.emplace(JitObj::Fn([self](const std::vector<Buffer>&, const std::vector<BoundVar>&) { return self->step(); }),
+    j->jit.emplace(JitObj::Fn([self](const std::vector<Buffer>&, const std::vector<BoundVar>&, const JitObj::Hosts&) { return self->step(); }),
                    jo);
     put(std::move(j), out);
   });
@@ -475,16 +468,21 @@ encore_status encore_jit_destroy(encore_jit jit) {
   return destroy<JitObj>(__func__, jit);
 }
 
-encore_status encore_jit_call(encore_jit jit, const encore_buffer* inputs, size_t num_inputs,
-                              const encore_bound_var* vars, size_t num_vars, encore_buffer* outputs, size_t num_outputs,
+// Both call forms; `func` names the one called in messages.
+static encore_status jit_call(const char* func, encore_jit jit, const encore_buffer* inputs, size_t num_inputs, const encore_host_input* hosts,
+                              size_t num_hosts, const encore_bound_var* vars, size_t num_vars, encore_buffer* outputs, size_t num_outputs,
                               const encore_event* wait_list, size_t num_wait, encore_event* done_out) {
-  return guard(__func__, [&] {
+  return guard(func, [&] {
     if (done_out) *done_out = nullptr;
     check_not_in_native("call a jit");
     auto j = get<JitObj>(jit, "jit");
     check_not_running(*j, "called");
     if (num_inputs) need(inputs, "inputs (with num_inputs > 0)");
     if (num_vars) need(vars, "vars (with num_vars > 0)");
+    if (num_hosts) need(hosts, "hosts (with num_hosts > 0)");
+    for (size_t i = 0; i < num_hosts; ++i)
+      if (!hosts[i].data && hosts[i].bytes)
+        fail(ENCORE_ERROR_INVALID_ARGUMENT, "hosts[" + std::to_string(i) + "].data is NULL for " + std::to_string(hosts[i].bytes) + " bytes");
     if (outputs && num_outputs != j->num_outputs)
       fail(ENCORE_ERROR_INVALID_ARGUMENT, "num_outputs: expected " + std::to_string(j->num_outputs) +
                                               " (as given to encore_jit_create), found " + std::to_string(num_outputs));
@@ -495,15 +493,13 @@ encore_status encore_jit_call(encore_jit jit, const encore_buffer* inputs, size_
       j->in_bufs.push_back(get_at<BufferObj>(inputs[i], "inputs", i)->buf);
     j->var_vals.clear();
     for (size_t i = 0; i < num_vars; ++i) j->var_vals.push_back(to_bound(vars[i], i));
+    j->hosts.clear();
+    for (size_t i = 0; i < num_hosts; ++i) j->hosts.emplace_back(static_cast<const unsigned char*>(hosts[i].data), hosts[i].bytes);
 
-    const ExecutionUnit* replaying = j->jit->unit_for(j->in_bufs, j->var_vals);  // this signature's unit, if captured
-    const bool replay = replaying != nullptr;
-    if (replay && replaying != j->unit_devices_of) {
-      j->unit_devices = devices_of(*replaying);
-      j->unit_devices_of = replaying;
-    }
-    if (replay) {
-      for (const Device& d : j->unit_devices) d.wait_for(waits);  // on the queues: no host wait
+    // TinyJit's answer: the unit this call replays (its slot lives on while the jit does), or null
+    const ExecutionUnit* replaying = j->jit->unit_for(j->in_bufs, j->var_vals, j->hosts);
+    if (replaying) {
+      for (const Device& d : replaying->devices()) d.wait_for(waits);  // on the queues: no host wait
     } else {
       for (const Event& e : waits) e.wait();  // eager work may go to any device: wait here
     }
@@ -516,10 +512,21 @@ encore_status encore_jit_call(encore_jit jit, const encore_buffer* inputs, size_
     struct Pop {
       ~Pop() { jits_running.pop_back(); }
     } pop;
-    std::vector<Buffer> outs = (*j->jit)(j->in_bufs, j->var_vals);
+    std::vector<Buffer> outs = (*j->jit)(j->in_bufs, j->var_vals, j->hosts);
     publish_outputs(*j, outs, outputs);
-    if (done_out) put(markers(replay ? j->unit_devices : j->eager_devices), done_out);
+    if (done_out) put(markers(replaying ? replaying->devices() : std::span<const Device>(j->eager_devices)), done_out);
   });
+}
+
+encore_status encore_jit_call(encore_jit jit, const encore_buffer* inputs, size_t num_inputs, const encore_bound_var* vars, size_t num_vars,
+                              encore_buffer* outputs, size_t num_outputs, const encore_event* wait_list, size_t num_wait, encore_event* done_out) {
+  return jit_call(__func__, jit, inputs, num_inputs, nullptr, 0, vars, num_vars, outputs, num_outputs, wait_list, num_wait, done_out);
+}
+
+encore_status encore_jit_call_hosts(encore_jit jit, const encore_buffer* inputs, size_t num_inputs, const encore_host_input* hosts,
+                                    size_t num_hosts, const encore_bound_var* vars, size_t num_vars, encore_buffer* outputs,
+                                    size_t num_outputs, const encore_event* wait_list, size_t num_wait, encore_event* done_out) {
+  return jit_call(__func__, jit, inputs, num_inputs, hosts, num_hosts, vars, num_vars, outputs, num_outputs, wait_list, num_wait, done_out);
 }
 
 encore_status encore_jit_calls(encore_jit jit, uint64_t* calls) {
@@ -537,8 +544,6 @@ encore_status encore_jit_reset(encore_jit jit) {
     auto j = get<JitObj>(jit, "jit");
     auto lock = lock_idle(*j, "reset");
     j->jit->reset();
-    j->unit_devices.clear();
-    j->unit_devices_of = nullptr;
   });
 }
 
@@ -547,8 +552,8 @@ encore_status encore_jit_get_stats(encore_jit jit, encore_unit_stats* out) {
     auto j = get<JitObj>(jit, "jit");
     need(out, "out");
     auto lock = lock_idle(*j, "queried");
-    if (j->jit->calls() >= 2 && j->jit->unit()) {
-      fill_stats(j->jit->unit().stats(), out);
+    if (const ExecutionUnit& u = j->jit->unit()) {  // the last call's signature, from its call 2 on
+      fill_stats(u.stats(), out);
       return;
     }
     fail(ENCORE_ERROR_JIT, "the jit has no captured unit yet (" + std::to_string(j->jit->calls()) +

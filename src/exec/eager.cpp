@@ -210,6 +210,14 @@ void Buffer::copyin_bytes(const void* src, size_t n, size_t off) const {
     item.dst = dst;
     auto p = static_cast<const unsigned char*>(src);
     item.data = std::make_shared<const std::vector<unsigned char>>(p, p + n);
+    // from a host input: replay uploads what that input holds then (as addresses: `src` may point anywhere)
+    const uintptr_t at = reinterpret_cast<uintptr_t>(p);
+    for (size_t k = 0; k < r->hosts.size(); ++k)
+      if (const uintptr_t h = reinterpret_cast<uintptr_t>(r->hosts[k].first), hn = r->hosts[k].second; at >= h && n <= hn && at - h <= hn - n) {
+        item.host_slot = static_cast<int32_t>(k);
+        item.host_offset = at - h;
+        break;
+      }
     run_item_eager(item);
     r->items.push_back(std::move(item));
     return;

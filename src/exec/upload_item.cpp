@@ -1,5 +1,7 @@
 // The upload kind: host bytes recorded at capture (a copyin inside the step) written into a buffer
 // on every replay, like any other write.
+#include <cstring>
+
 #include "exec/kind.hpp"
 
 namespace encore::detail {
@@ -11,7 +13,11 @@ std::string operand_name(const ExecItem&, uint32_t) { return "destination"; }
 const std::shared_ptr<DeviceImpl>& queue(const ExecItem& it) { return it.dst.impl()->dev; }
 std::string label(const ExecItem& it) { return it.name.empty() ? "upload" : it.name; }
 std::string title(const ExecItem&) { return "upload (copyin)"; }
-std::string describe(const ExecItem& it) { return "upload " + std::to_string(it.data ? it.data->size() : 0) + " bytes -> " + it.dst.describe(); }
+std::string describe(const ExecItem& it) {
+  return "upload " + std::to_string(it.data ? it.data->size() : 0) + " bytes" +
+         (it.host_slot >= 0 ? " from host input " + std::to_string(it.host_slot) + " at byte " + std::to_string(it.host_offset) : std::string()) +
+         " -> " + it.dst.describe();
+}
 bool uses_variables(const ExecItem&) { return false; }
 
 void run_eager(const ExecItem& it) {
@@ -30,10 +36,28 @@ void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) 
   x.n = it.dst.nbytes();
   x.data = it.data->data();
   c.b.uses[st.ops[0]].push_back({c.bound, 0, 0});
+  if (it.host_slot >= 0) {  // a ring of staging copies, one per replay in flight (none when unbounded: blocking)
+    x.host = &c.u.host_now[static_cast<size_t>(it.host_slot)];
+    x.host_off = it.host_offset;
+    if (c.u.in_flight_depth) {
+      c.b.staging.push_back(std::make_unique<unsigned char[]>(x.n * c.u.in_flight_depth));
+      x.staging = c.b.staging.back().get();
+    }
+  }
 }
 
 void point(BoundItem& x, uint32_t, uint32_t, BufferImpl* to, NativeMem*) { x.dst = to; }
-void replay(Binding&, BoundItem& x) { enqueue_upload(*x.dst, x.data, x.n, false); }
+// An upload from a host input: the bytes bound for this call, copied into this replay's staging
+// copy (the replay that used it last, in_flight_depth calls ago, has completed: run_unit waited for
+// it), so the caller may change them as soon as the run returns. Unbounded: a blocking upload.
+void replay(Binding& b, BoundItem& x) {
+  if (!x.host) return enqueue_upload(*x.dst, x.data, x.n, false);
+  const unsigned char* src = *x.host + x.host_off;
+  if (!x.staging) return enqueue_upload(*x.dst, src, x.n, true);
+  unsigned char* copy = x.staging + static_cast<size_t>(b.ring) * x.n;
+  std::memcpy(copy, src, x.n);
+  enqueue_upload(*x.dst, copy, x.n, false);
+}
 
 }  // namespace
 

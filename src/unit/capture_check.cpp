@@ -92,9 +92,13 @@ CallRecord summarize_call(const std::vector<ExecItem>& items, const std::vector<
     si.ln = it.local.n;
     for (uint8_t d = 0; d < it.global.n; ++d) si.g[d] = size_of(it.global.v[d]);
     for (uint8_t d = 0; d < it.local.n; ++d) si.l[d] = size_of(it.local.v[d]);
+    si.host_slot = it.host_slot;
+    si.host_offset = it.host_offset;
     if (it.data) {
       si.data_bytes = it.data->size();
-      si.data_hash = std::hash<std::string_view>{}(std::string_view(reinterpret_cast<const char*>(it.data->data()), it.data->size()));
+      // bytes from a host input differ call to call by design: the slot and offset are compared
+      if (it.host_slot < 0)
+        si.data_hash = std::hash<std::string_view>{}(std::string_view(reinterpret_cast<const char*>(it.data->data()), it.data->size()));
     }
     si.count = static_cast<uint32_t>(r.args.size()) - si.first;
     r.items.push_back(si);
@@ -266,10 +270,18 @@ void check_same_step(const CallRecord& c0, const CallRecord& c1, const std::vect
     };
     if (!same_sizes(a.g, a.gn, b.g, b.gn)) fail("global size", sizes_str(a.g, a.gn), sizes_str(b.g, b.gn), value_fix);
     if (!same_sizes(a.l, a.ln, b.l, b.ln)) fail("local size", sizes_str(a.l, a.ln), sizes_str(b.l, b.ln), value_fix);
+    auto source_str = [](const SeenItem& s) {
+      return s.host_slot < 0 ? std::string("bytes recorded at capture")
+                             : "host input " + std::to_string(s.host_slot) + " at byte offset " + std::to_string(s.host_offset);
+    };
+    if (a.host_slot != b.host_slot || a.host_offset != b.host_offset)
+      fail("copyin source", source_str(a), source_str(b),
+           "Only a copyin from a host span passed to the call (a std::span<const T> argument) uploads that call's bytes on replay; "
+           "any other copyin is replayed with call 1's bytes. Copy in from the span argument itself (or a subspan of it) on every call.");
     if (a.data_bytes != b.data_bytes || a.data_hash != b.data_hash)
       fail("uploaded host data", std::to_string(a.data_bytes) + " bytes", "other bytes (" + std::to_string(b.data_bytes) + " bytes)",
-           "A copyin inside the step is replayed with call 1's bytes on every call. Upload data that changes outside the step, "
-           "into a buffer passed as an input.");
+           "A copyin inside the step is replayed with call 1's bytes on every call. Pass host data that changes as a host span "
+           "argument (std::span<const T>) and copy in from it, or upload it outside the step into a buffer passed as an input.");
   }
   if (c0.outputs.size() != c1.outputs.size())
     throw JitError("TinyJit capture check: call 0 returned " + std::to_string(c0.outputs.size()) + " buffers, call 1 (the capture) " +

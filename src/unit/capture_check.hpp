@@ -57,7 +57,9 @@ struct SeenItem {
   uint32_t first = 0, count = 0;     // its arguments in CallRecord::args (ExecItem::args, else its operands)
   uint8_t gn = 0, ln = 0;
   SeenSize g[3], l[3];
-  uint64_t data_bytes = 0, data_hash = 0;  // host data it holds (upload, fill)
+  uint64_t data_bytes = 0, data_hash = 0;  // host data it holds (upload, fill; data_hash 0 from a host input)
+  int32_t host_slot = -1;                  // upload from a host input: its slot and byte offset
+  uint64_t host_offset = 0;
 };
 
 struct CallRecord {

@@ -17,19 +17,26 @@ namespace detail {
 
 std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vector<Buffer> outputs,
                                     UnitOptions opt, std::vector<BufferImpl*> internal, const std::vector<uint64_t>& capture_ids,
-                                    std::shared_ptr<ArenaPool> pool) {
+                                    std::shared_ptr<ArenaPool> pool, std::vector<std::vector<unsigned char>> host_inputs) {
   // each replay in flight holds an event per device: a garbage bound would allocate gigabytes
   constexpr uint32_t kMaxInFlight = 1024;
   if (opt.max_in_flight > kMaxInFlight)
     throw ArgumentError("UnitOptions::max_in_flight: at most " + std::to_string(kMaxInFlight) + " replays in flight (0: unbounded), found " +
                         std::to_string(opt.max_in_flight));
+  for (const ExecItem& it : items)
+    if (it.host_slot >= 0 && (static_cast<size_t>(it.host_slot) >= host_inputs.size() ||
+                              it.host_offset + it.dst.nbytes() > host_inputs[static_cast<size_t>(it.host_slot)].size()))
+      throw Error("internal error: an upload from host input " + std::to_string(it.host_slot) + " lies outside the host inputs");
   auto up = std::make_unique<UnitImpl>();
   up->arena_pool = std::move(pool);
   UnitImpl& u = *up;
+  u.host_captured = std::move(host_inputs);
+  for (const auto& h : u.host_captured) u.host_now.push_back(h.data());
   TraceSpan plan_span("plan");
   u.plan = make_plan(std::move(items), std::move(inputs), std::move(outputs), opt, std::move(internal), capture_ids);
   const Plan& p = u.plan;
   u.inputs = p.inputs;
+  for (const auto& d : p.devices) u.device_handles.emplace_back(d);
   u.views.resize(p.entries.size());
   u.slot_changed.assign(p.inputs.size(), 0);
   u.staging.resize(p.inputs.size());
@@ -88,12 +95,6 @@ static UnitImpl& need(const std::unique_ptr<UnitImpl>& u) {
   return *u;
 }
 
-ExecutionUnit ExecutionUnit::build(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vector<Buffer> outputs, UnitOptions options) {
-  ExecutionUnit u;
-  u.impl_ = make_unit(std::move(items), std::move(inputs), std::move(outputs), options, {}, {});
-  return u;
-}
-
 UnitImpl& UnitImpl::of(const ExecutionUnit& u) { return need(u.impl_); }
 ExecutionUnit detail::UnitAccess::wrap(std::unique_ptr<UnitImpl> p) {
   ExecutionUnit u;
@@ -104,6 +105,7 @@ ExecutionUnit detail::UnitAccess::wrap(std::unique_ptr<UnitImpl> p) {
 const std::vector<ExecItem>& ExecutionUnit::items() const { return need(impl_).plan.items; }
 std::vector<bool> ExecutionUnit::one_time() const { return need(impl_).plan.one_time; }
 const UnitStats& ExecutionUnit::stats() const { return need(impl_).plan.stats; }
+std::span<const Device> ExecutionUnit::devices() const { return need(impl_).device_handles; }
 size_t ExecutionUnit::num_inputs() const { return need(impl_).inputs.size(); }
 const Buffer& ExecutionUnit::captured_input(size_t slot) const {
   UnitImpl& u = need(impl_);
@@ -190,6 +192,23 @@ ExecutionUnit& ExecutionUnit::bind(const BoundVar& bv) {
   return bv.var.is_float() ? bind_var_f(slot, bv.f) : bind_var(slot, bv.i);
 }
 
+size_t ExecutionUnit::num_host_inputs() const { return need(impl_).host_now.size(); }
+
+ExecutionUnit& ExecutionUnit::bind_host_input(size_t slot, const void* data, size_t bytes) {
+  UnitImpl& u = need(impl_);
+  check_not_replaying(u, "bind_host_input");
+  if (slot >= u.host_now.size())
+    throw JitError("host input slot " + std::to_string(slot) + " out of range: the capture has " + std::to_string(u.host_now.size()) +
+                   " host inputs");
+  const size_t want = u.host_captured[slot].size();
+  if (bytes != want)
+    throw JitError("host input " + std::to_string(slot) + ": captured " + std::to_string(want) + " bytes, given " + std::to_string(bytes) +
+                   " bytes (a host input keeps its capture's size; another size is another capture)");
+  if (!data && bytes) throw JitError("host input " + std::to_string(slot) + ": null data for " + std::to_string(bytes) + " bytes");
+  u.host_now[slot] = static_cast<const unsigned char*>(data);
+  return *this;
+}
+
 ExecutionUnit& ExecutionUnit::update(const std::map<Buffer, Buffer>& buffers, std::span<const BoundVar> var_vals) {
   UnitImpl& u = need(impl_);
   for (const auto& [from, to] : buffers) {
@@ -267,6 +286,12 @@ ExecutionUnit ExecutionUnit::operator+(const ExecutionUnit& o) const {
   std::vector<Buffer> inputs = a.inputs;
   for (const Buffer& x : b.inputs)
     if (std::find(inputs.begin(), inputs.end(), x) == inputs.end()) inputs.push_back(x);
+  // b's host inputs follow a's (their slots shift), each starting from its capture's bytes: the
+  // bytes bound to it now may be gone
+  std::vector<std::vector<unsigned char>> hosts = impl_->host_captured;
+  hosts.insert(hosts.end(), o.impl_->host_captured.begin(), o.impl_->host_captured.end());
+  for (size_t i = a.items.size(); i < items.size(); ++i)
+    if (items[i].host_slot >= 0) items[i].host_slot += static_cast<int32_t>(impl_->host_captured.size());
   std::vector<Buffer> outputs = a.outputs;
   outputs.insert(outputs.end(), b.outputs.begin(), b.outputs.end());
   std::vector<BufferImpl*> internal = a.internal;
@@ -276,7 +301,7 @@ ExecutionUnit ExecutionUnit::operator+(const ExecutionUnit& o) const {
   for (const Buffer& x : outputs)
     if (x) ids.push_back(x.impl()->root()->capture_id);
   ExecutionUnit r;
-  r.impl_ = make_unit(std::move(items), std::move(inputs), std::move(outputs), a.opt, std::move(internal), ids);
+  r.impl_ = make_unit(std::move(items), std::move(inputs), std::move(outputs), a.opt, std::move(internal), ids, {}, std::move(hosts));
   return r;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <cstdio>
+#include <functional>
 #include <optional>
 
 #include "unit/capture_check.hpp"
@@ -67,8 +68,46 @@ std::string first_difference(const Buffer& b, const std::vector<unsigned char>& 
 
 }  // namespace
 
-struct JitCore::State {
+}  // namespace detail
+
+// A capture in progress. TinyJit's capture (call 1) is one of these too, with its inputs, its
+// arena pool and its check of call 1 against call 0 filled in by JitCore.
+struct Capture::State {
   std::shared_ptr<Recorder> rec;
+  UnitOptions opt;
+  std::vector<Buffer> inputs, outputs;
+  std::shared_ptr<ArenaPool> pool;  // a TinyJit's shared arenas (null: the unit's own)
+  const char* nothing_recorded = "Capture::end: no device work was issued on this thread during the capture";
+  bool active = true;
+};
+
+namespace detail {
+
+struct CaptureAccess {
+  static Capture::State& state(Capture& c) { return *c.s_; }
+  // The one way a capture ends: stop recording, refuse an empty step, let `check` see the recorded
+  // items (TinyJit's comparison with call 0; it throws to refuse them), then plan and bind.
+  using Check = std::function<void(const std::vector<ExecItem>& items, uint64_t capture_id)>;
+  static ExecutionUnit end(Capture& c, const Check* check) {
+    Capture::State& s = state(c);
+    if (!s.active) throw JitError("Capture::end called twice");
+    if (current_recorder() != s.rec.get()) throw JitError("Capture::end must be called on the thread that began the capture");
+    stop_recording(s.rec.get());
+    trace_span("record", s.rec->started_us);
+    s.active = false;
+    std::vector<ExecItem> items = std::move(s.rec->items);
+    if (items.empty()) throw JitError(s.nothing_recorded);
+    if (check) (*check)(items, s.rec->id);
+    std::vector<BufferImpl*> internal = find_internal(items, s.rec->id);
+    std::vector<std::vector<unsigned char>> hosts;  // each host input's bytes now: its first binding
+    for (auto [p, n] : s.rec->hosts) hosts.emplace_back(p, p + n);
+    return UnitAccess::wrap(
+        make_unit(std::move(items), s.inputs, s.outputs, s.opt, std::move(internal), {s.rec->id}, s.pool, std::move(hosts)));
+  }
+};
+
+struct JitCore::State {
+  std::unique_ptr<Capture> cap;       // call 1's, while it runs
   std::shared_ptr<Recorder> warm;     // call 0's recording, while it runs
   std::optional<CallRecord> call0;    // call 0 as recorded, until call 1 has been checked against it
   std::vector<ScalarSeen> scalars;
@@ -88,10 +127,7 @@ struct JitCore::State {
 
 JitCore::JitCore(JitOptions o) : opt(o), verify_left(o.verify), s_(std::make_unique<State>()) {}
 JitCore::~JitCore() {
-  if (s_) {
-    stop_recording(s_->rec.get());
-    stop_recording(s_->warm.get());
-  }
+  if (s_) stop_recording(s_->warm.get());  // a capture in progress stops with its Capture
 }
 JitCore::JitCore(JitCore&&) noexcept = default;
 JitCore& JitCore::operator=(JitCore&&) noexcept = default;
@@ -99,20 +135,25 @@ JitCore& JitCore::operator=(JitCore&&) noexcept = default;
 bool JitCore::capture_active() { return current_recorder() != nullptr; }
 
 void JitCore::begin_capture() {
-  s_->rec = start_recording(opt.allow_copyout);
-  if (s_->call0) s_->rec->items.reserve(s_->call0->items.size());  // call 1 is likely the same size
+  s_->cap = std::make_unique<Capture>(opt.unit());
+  auto& c = CaptureAccess::state(*s_->cap);  // (Capture::State is private to Capture and its access)
+  c.inputs = args.buffers;
+  for (const HostSpan& h : args.hosts) c.rec->hosts.emplace_back(static_cast<const unsigned char*>(h.data), h.bytes());
+  c.pool = pool;
+  c.nothing_recorded =
+      "TinyJit: the callable issued no device work during capture (no launch, copy or copyin on this thread); there is nothing to replay";
+  if (s_->call0) c.rec->items.reserve(s_->call0->items.size());  // call 1 is likely the same size
 }
 
-void JitCore::abandon_capture() noexcept {
-  stop_recording(s_->rec.get());
-  s_->rec.reset();
-}
+void JitCore::abandon_capture() noexcept { s_->cap.reset(); }
 
 // Call 0 is eager; its recording only keeps what it enqueued (a copyout is fine here: nothing of
 // call 0 is replayed).
 void JitCore::begin_warmup() {
   s_->call0.reset();
-  if (opt.check_closure) s_->warm = start_recording(true);
+  if (!opt.check_closure) return;
+  s_->warm = start_recording(true);
+  for (const HostSpan& h : args.hosts) s_->warm->hosts.emplace_back(static_cast<const unsigned char*>(h.data), h.bytes());
 }
 
 void JitCore::end_warmup(const std::vector<Buffer>& outs) {
@@ -130,26 +171,20 @@ void JitCore::abandon_warmup() noexcept {
 }
 
 void JitCore::end_capture(const std::vector<Buffer>& outs) {
-  std::shared_ptr<Recorder> rec = std::move(s_->rec);
-  stop_recording(rec.get());
-  trace_span("record", rec->started_us);
-  std::vector<ExecItem> items = std::move(rec->items);
-  if (items.empty())
-    throw JitError("TinyJit: the callable issued no device work during capture (no launch, copy or copyin on this thread); "
-                   "there is nothing to replay");
-  if (s_->call0) {
+  std::unique_ptr<Capture> cap = std::move(s_->cap);
+  CaptureAccess::state(*cap).outputs = outs;
+  CaptureAccess::Check check = [&](const std::vector<ExecItem>& items, uint64_t id) {
+    if (!s_->call0) return;
     std::optional<CallRecord> call0 = std::move(s_->call0);
     s_->call0.reset();
     try {
-      check_same_step(*call0, summarize_call(items, args.buffers, outs, rec->id), items, outs);
+      check_same_step(*call0, summarize_call(items, args.buffers, outs, id), items, outs);
     } catch (...) {
       calls = 0;  // start over: the next call is a warm-up again, checked against the capture after it
       throw;
     }
-  }
-  std::vector<BufferImpl*> internal = find_internal(items, rec->id);
-  auto impl = make_unit(std::move(items), args.buffers, outs, opt.unit(), std::move(internal), {rec->id}, pool);
-  unit = UnitAccess::wrap(std::move(impl));
+  };
+  unit = CaptureAccess::end(*cap, &check);
   outputs = outs;
   s_->out_src.assign(outs.size(), {});
   input_outputs = false;
@@ -209,6 +244,10 @@ void JitCore::check_and_bind() {
     if (!(args.vars[i].var == s_->vars[i]))
       throw JitError("TinyJit: variable argument " + std::to_string(i) + " is \"" + args.vars[i].var.name() + "\", the capture had \"" +
                      s_->vars[i].name() + "\"");
+  if (args.hosts.size() != unit.num_host_inputs())
+    throw JitError("TinyJit: the capture had " + std::to_string(unit.num_host_inputs()) + " host span arguments, this call passes " +
+                   std::to_string(args.hosts.size()));
+  for (size_t i = 0; i < args.hosts.size(); ++i) unit.bind_host_input(i, args.hosts[i].data, args.hosts[i].bytes());
   for (size_t i = 0; i < args.buffers.size(); ++i) unit.bind_input(i, args.buffers[i]);
   for (size_t i = 0; i < args.vars.size(); ++i) {
     int64_t slot = s_->var_slot[i];
@@ -282,13 +321,14 @@ void JitCore::verify_finish() {
 }
 
 void signature_of(const CallArgs& a, std::vector<SigPart>& out) {
-  out.resize(a.buffers.size() + a.vars.size());
+  out.resize(a.buffers.size() + a.vars.size() + a.hosts.size());
   size_t k = 0;
   for (const Buffer& b : a.buffers) {
     BufferImpl* i = b.impl();
     out[k++] = i ? SigPart{i->dev.get(), i->count, static_cast<uint8_t>(i->dtype), static_cast<uint8_t>(i->base != nullptr)} : SigPart{};
   }
   for (const BoundVar& v : a.vars) out[k++] = SigPart{v.var.state(), v.var.is_float() ? 1u : 0u, 0, 2};
+  for (const HostSpan& h : a.hosts) out[k++] = SigPart{nullptr, h.count, h.elem, 3};
 }
 
 std::string describe_signature(const std::vector<SigPart>& sig) {
@@ -297,6 +337,10 @@ std::string describe_signature(const std::vector<SigPart>& sig) {
     if (!s.empty()) s += ", ";
     if (p.kind == 2) {
       s += std::string(p.count ? "float " : "") + "variable";
+      continue;
+    }
+    if (p.kind == 3) {
+      s += "host span[" + std::to_string(p.count) + " x " + std::to_string(p.dtype) + " bytes]";
       continue;
     }
     if (!p.what) {
@@ -333,13 +377,6 @@ void JitCore::reset() {
 
 }  // namespace detail
 
-struct Capture::State {
-  std::shared_ptr<Recorder> rec;
-  UnitOptions opt;
-  std::vector<Buffer> inputs, outputs;
-  bool active = true;
-};
-
 Capture::Capture(UnitOptions options) : s_(std::make_unique<State>()) {
   s_->opt = options;
   s_->rec = start_recording(options.allow_copyout);
@@ -357,6 +394,12 @@ size_t Capture::add_input(const Buffer& b) {
   return s_->inputs.size() - 1;
 }
 
+size_t Capture::add_host_input(const void* data, size_t bytes) {
+  if (!data && bytes) throw JitError("Capture::add_host_input: null data for " + std::to_string(bytes) + " bytes");
+  s_->rec->hosts.emplace_back(static_cast<const unsigned char*>(data), bytes);
+  return s_->rec->hosts.size() - 1;
+}
+
 void Capture::add_output(const Buffer& b) {
   if (!b) throw JitError("Capture::add_output: null buffer");
   s_->outputs.push_back(b);
@@ -364,17 +407,7 @@ void Capture::add_output(const Buffer& b) {
 
 size_t Capture::items_recorded() const { return s_->rec->items.size(); }
 
-ExecutionUnit Capture::end() {
-  if (!s_->active) throw JitError("Capture::end called twice");
-  if (current_recorder() != s_->rec.get()) throw JitError("Capture::end must be called on the thread that began the capture");
-  stop_recording(s_->rec.get());
-  trace_span("record", s_->rec->started_us);
-  s_->active = false;
-  std::vector<ExecItem> items = std::move(s_->rec->items);
-  if (items.empty()) throw JitError("Capture::end: no device work was issued on this thread during the capture");
-  std::vector<BufferImpl*> internal = find_internal(items, s_->rec->id);
-  return UnitAccess::wrap(make_unit(std::move(items), s_->inputs, s_->outputs, s_->opt, std::move(internal), {s_->rec->id}));
-}
+ExecutionUnit Capture::end() { return CaptureAccess::end(*this, nullptr); }
 
 void copy_buffer_eager(const Buffer& dst, const Buffer& src) { dst.device().copy(dst, src); }
 

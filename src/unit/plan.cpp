@@ -187,8 +187,9 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
       pitems[i].accesses.push_back({r, b->offset, b->offset + b->nbytes, read, write});
       if (u.entries[a.entry].kind == PlanEntry::Kind::input) touches_input = true;
     }
-    // native work is opaque: never one-time (it may hold state of its own, or read the clock)
-    pitems[i].volatile_ = touches_input || u.items[i].uses_variables() || kind_of(u.items[i]).opaque;
+    // native work is opaque: never one-time (it may hold state of its own, or read the clock); an
+    // upload from a host input depends on the call like a buffer input
+    pitems[i].volatile_ = touches_input || u.items[i].uses_variables() || kind_of(u.items[i]).opaque || u.items[i].host_slot >= 0;
   }
   if (opt.prune) {
     TraceSpan span("prune");

@@ -3,6 +3,7 @@
 // No allocation, lookup or compile here.
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <utility>
 
 #include "testing.hpp"
@@ -190,6 +191,7 @@ void run_unit(UnitImpl& u) {
       if (slot[d]) u.plan.devices[d]->wait_release(std::exchange(slot[d], nullptr));
   for (uint32_t s = 0; s < u.staged.size(); ++s)
     if (u.staged[s]) enqueue_copy(*u.staging[s].impl(), *u.inputs[s].impl(), u.staging[s].nbytes(), nullptr);
+  b.ring = u.in_flight_next;
   // the plain loop ends each device's replay with its last kernel's event; the others with markers
   b.end_events = slot && !debug && !trace_active() && !u.plan.sync.ordered() ? slot : nullptr;
   // a replay that fails part way cancels the split-phase calls it began and did not finish
@@ -199,10 +201,20 @@ void run_unit(UnitImpl& u) {
       if (!b.splits.empty()) cancel_open(b);
     }
   } cancel{b};
-  if (debug) run_items_ordered(u, b, [&](Binding& bd, BoundItem& x) { run_item_debug(u.plan, bd, x); });
-  else if (trace_active()) run_items_ordered(u, b, [&](Binding& bd, BoundItem& x) { run_item_traced(u.plan, bd, x); });
-  else if (u.plan.sync.ordered()) run_items_ordered(u, b, run_item);
-  else run_items(u, b, run_item);
+  try {
+    if (debug) run_items_ordered(u, b, [&](Binding& bd, BoundItem& x) { run_item_debug(u.plan, bd, x); });
+    else if (trace_active()) run_items_ordered(u, b, [&](Binding& bd, BoundItem& x) { run_item_traced(u.plan, bd, x); });
+    else if (u.plan.sync.ordered()) run_items_ordered(u, b, run_item);
+    else run_items(u, b, run_item);
+  } catch (...) {
+    // a failed enqueue leaves this replay without its in-flight events: let what it queued finish,
+    // so the next replay may reuse this replay's staging copies (host uploads read them)
+    for (auto& d : u.plan.devices) try {
+        d->finish();
+      } catch (...) {
+      }
+    throw;
+  }
   for (BufferImpl* r : b.written_roots) r->version.fetch_add(1, std::memory_order_acq_rel);
   for (uint32_t e : b.written_entries) b.current[e].impl()->bump();
   if (slot) {

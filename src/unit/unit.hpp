@@ -129,7 +129,9 @@ struct BoundItem {
   BufferImpl* src = nullptr;
   const unsigned char* data = nullptr;
   size_t n = 0, unit = 0;
-  unsigned char* staging = nullptr;  // cross-platform copies: host bytes made at bind time
+  unsigned char* staging = nullptr;  // cross-platform copies: host bytes made at bind time; host uploads: a ring
+  const unsigned char* const* host = nullptr;  // upload from a host input: UnitImpl::host_now[slot]
+  uint64_t host_off = 0;
   const NativeCall* call = nullptr;  // native: the call and its buffers' memory (in the binding)
   NativeMem** mems = nullptr;
   // order around it
@@ -176,6 +178,7 @@ struct Binding {
   // events as the replay's completion; null: completion markers after the replay instead
   NativeEvent** end_events = nullptr;
   uint32_t first_end = 0;  // the first bound item marked ends_device (n_replay: none)
+  uint32_t ring = 0;       // this replay's in-flight slot: which staging copy host uploads use
 };
 
 // This replay's events at `slots`, gathered into one array (null where an item did not run).
@@ -217,6 +220,11 @@ struct UnitImpl {
   uint32_t in_flight_next = 0;
   uint32_t in_flight_depth = 0;          // replay slots in the ring (0: unbounded): UnitOptions' two bounds
   std::shared_ptr<ArenaPool> arena_pool; // a TinyJit's shared arenas (null: arenas of its own)
+  std::vector<Device> device_handles;    // plan.devices as public handles (ExecutionUnit::devices)
+  // host inputs, per slot: the capture's bytes (uploaded until a slot is bound) and the bytes the
+  // next run uploads from (bind_host_input; the size is the capture's)
+  std::vector<std::vector<unsigned char>> host_captured;
+  std::vector<const unsigned char*> host_now;
   uint64_t arena_gen = 0;                // the pool's generation when bound
   ~UnitImpl();
   // Waits for every replay still in flight (the unit's own work only, never a whole queue).
@@ -248,6 +256,6 @@ struct UnitAccess {
 };
 std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vector<Buffer> outputs,
                                     UnitOptions opt, std::vector<BufferImpl*> internal, const std::vector<uint64_t>& capture_ids,
-                                    std::shared_ptr<ArenaPool> pool = {});
+                                    std::shared_ptr<ArenaPool> pool = {}, std::vector<std::vector<unsigned char>> host_inputs = {});
 
 }  // namespace encore::detail
