@@ -1,10 +1,23 @@
-// DEBUG=2: one line per item run (device, name, args, memory, time, GFLOP/s, GB/s).
+// ENCORE_DEBUG=2: one line per item run (device, name, args, memory, time, GFLOP/s, GB/s).
 #include <cstdio>
 #include <mutex>
 
 #include "internal.hpp"
 
 namespace encore::detail {
+
+namespace {
+// The short name of a line: the kernel's (or the launch's) name, "native NAME", "copy", "upload".
+std::string what_of(const ExecItem& item) {
+  switch (item.kind) {
+    case ItemKind::kernel: return item.name.empty() ? item.kernel.name() : item.name;
+    case ItemKind::native: return "native " + item.name;
+    case ItemKind::copy: return "copy";
+    case ItemKind::upload: return "upload";
+  }
+  return "?";
+}
+}  // namespace
 
 void debug_print_item(const ExecItem& item, uint32_t dims, const size_t* gws, const size_t* lws, uint64_t device_ns, double host_us) {
   static std::mutex mu;
@@ -25,8 +38,7 @@ void debug_print_item(const ExecItem& item, uint32_t dims, const size_t* gws, co
   std::lock_guard<std::mutex> lock(mu);
   char line[512];
   std::snprintf(line, sizeof line, "%-6s %6llu %-28.28s %-24s mem %8.2f MB  %9.2f us%s  %8.2f GFLOP/s  %8.2f GB/s", dev.c_str(),
-               static_cast<unsigned long long>(++count), (item.kind == ItemKind::kernel ? (item.name.empty() ? item.kernel.name() : item.name)
-                                                          : item.kind == ItemKind::copy ? std::string("copy") : std::string("upload")).c_str(),
+               static_cast<unsigned long long>(++count), what_of(item).c_str(),
                sizes.c_str(), st.bytes_in_use / 1e6, secs * 1e6, device_ns ? " (device)" : " (host)  ",
                secs > 0 ? item.estimate.ops / secs * 1e-9 : 0.0, secs > 0 ? bytes / secs * 1e-9 : 0.0);
   log(LogLevel::debug, line);

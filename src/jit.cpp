@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "env.hpp"
 #include "unit/capture_check.hpp"
 #include "unit/unit.hpp"
 
@@ -16,8 +17,8 @@ using namespace detail;
 
 JitOptions JitOptions::from_env() {
   JitOptions o;
-  o.enabled = env_flag("ENCORE_JIT", true);
-  if (const char* v = std::getenv("ENCORE_VERIFY")) o.verify = std::atoi(v);
+  o.enabled = env::jit();
+  o.verify = env::verify();
   return o;
 }
 
@@ -99,7 +100,7 @@ JitCore& JitCore::operator=(JitCore&&) noexcept = default;
 bool JitCore::capture_active() { return current_recorder() != nullptr; }
 
 void JitCore::begin_capture() {
-  s_->rec = start_recording(opt.allow_copyout);
+  s_->rec = start_recording(opt.capture.allow_copyout);
   if (s_->call0) s_->rec->items.reserve(s_->call0->items.size());  // call 1 is likely the same size
 }
 
@@ -112,7 +113,7 @@ void JitCore::abandon_capture() noexcept {
 // call 0 is replayed).
 void JitCore::begin_warmup() {
   s_->call0.reset();
-  if (opt.check_closure) s_->warm = start_recording(true);
+  if (opt.capture.check_closure) s_->warm = start_recording(true);
 }
 
 void JitCore::end_warmup(const std::vector<Buffer>& outs) {
@@ -148,7 +149,7 @@ void JitCore::end_capture(const std::vector<Buffer>& outs) {
     }
   }
   std::vector<BufferImpl*> internal = find_internal(items, rec->id);
-  auto impl = make_unit(std::move(items), args.buffers, outs, opt.unit(), std::move(internal), {rec->id}, pool);
+  auto impl = make_unit(std::move(items), args.buffers, outs, opt.unit, std::move(internal), {rec->id}, pool);
   unit = UnitAccess::wrap(std::move(impl));
   outputs = outs;
   s_->out_src.assign(outs.size(), {});
@@ -340,9 +341,9 @@ struct Capture::State {
   bool active = true;
 };
 
-Capture::Capture(UnitOptions options) : s_(std::make_unique<State>()) {
-  s_->opt = options;
-  s_->rec = start_recording(options.allow_copyout);
+Capture::Capture(UnitOptions unit, CaptureOptions capture) : s_(std::make_unique<State>()) {
+  s_->opt = unit;
+  s_->rec = start_recording(capture.allow_copyout);
 }
 
 // On the recording thread this stops the recording; on another thread it closes it, and the
@@ -376,6 +377,5 @@ ExecutionUnit Capture::end() {
   return UnitAccess::wrap(make_unit(std::move(items), s_->inputs, s_->outputs, s_->opt, std::move(internal), {s_->rec->id}));
 }
 
-void copy_buffer_eager(const Buffer& dst, const Buffer& src) { dst.device().copy(dst, src); }
 
 }  // namespace encore
