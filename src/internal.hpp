@@ -351,6 +351,6 @@ void save_dirty_programs(DeviceImpl& d);
 // is true and backends make no more driver calls (the driver may have torn its own state down
 // before the statics that still hold encore objects are destroyed).
 bool exiting() noexcept;
-// DEBUG=2 line for an item that just ran.
+// ENCORE_DEBUG=2 line for an item that just ran.
 void debug_print_item(const ExecItem& item, uint32_t dims, const size_t* gws, const size_t* lws, uint64_t device_ns, double host_us);
 }  // namespace encore::detail
