@@ -266,8 +266,8 @@ void BM_stencil_replay(benchmark::State& state) {
   if (!j) {
     encore::JitOptions o;
     if (state.range(0) >= 0) {
-      o.max_in_flight = static_cast<uint32_t>(state.range(0));
-      o.min_items_in_flight = 0;
+      o.unit.max_in_flight = static_cast<uint32_t>(state.range(0));
+      o.unit.min_items_in_flight = 0;
     }
     j = std::make_unique<encore::TinyJit<Stencil>>(st, o);
   }

@@ -1,4 +1,4 @@
-// Cost of the capture check (JitOptions::check_closure): call 0 records its items as well as
+// Cost of the capture check (JitOptions::capture.check_closure): call 0 records its items as well as
 // running them, and the end of call 1 compares the two recordings. A chain of N launches, each
 // writing a new temporary (a kernel with two buffers and two scalars), on NULL by default.
 //   bench-warmup --benchmark_min_time=0.2
@@ -46,7 +46,7 @@ template <bool Check, int Calls> void bench(benchmark::State& state) {
       continue;
     }
     encore::JitOptions o;
-    o.check_closure = Check;
+    o.capture.check_closure = Check;
     encore::TinyJit jit(step, o);
     for (int c = 0; c < Calls; ++c) benchmark::DoNotOptimize(jit(x));
     dev.synchronize();

@@ -310,7 +310,8 @@ void run_item_eager(const ExecItem& item);
 // Local size chosen by encore when a launch gives none: a fixed set of sizes, so a new global
 // size never makes PoCL compile a new work-group function (src/exec/enqueue.cpp).
 void choose_local(uint32_t dims, const size_t* global, size_t max_wg, size_t* local);
-// Byte size of a kernel parameter type, or 0 when it is not a supported scalar.
+// The dtype of a scalar kernel parameter type ("float", "uint", ...), or nullopt when it is not a
+// supported scalar.
 std::optional<DType> scalar_dtype_of(const std::string& type_name);
 
 int debug_level();
@@ -333,7 +334,6 @@ std::string value_str(DType t, const void* p);
 
 // Sends a message to the log sink (encore/log.hpp); by default printed only at ENCORE_DEBUG >= 1.
 void log(LogLevel level, std::string_view message);
-bool env_flag(const char* name, bool dflt);
 
 std::shared_ptr<DeviceImpl> open_opencl(int index);   // "CL:N"; -1: default
 std::vector<DeviceInfo> list_opencl();
@@ -362,6 +362,6 @@ void save_dirty_programs(DeviceImpl& d);
 // is true and backends make no more driver calls (the driver may have torn its own state down
 // before the statics that still hold encore objects are destroyed).
 bool exiting() noexcept;
-// DEBUG=2 line for an item that just ran.
+// ENCORE_DEBUG=2 line for an item that just ran.
 void debug_print_item(const ExecItem& item, uint32_t dims, const size_t* gws, const size_t* lws, uint64_t device_ns, double host_us);
 }  // namespace encore::detail

@@ -23,7 +23,7 @@ ON_NULL_AND_CL(CaptureCheck);
 
 JitOptions unchecked() {
   JitOptions o;
-  o.check_closure = false;
+  o.capture.check_closure = false;
   return o;
 }
 

@@ -111,7 +111,7 @@ TEST(Footguns, ClosureBuffersAreStateAndReplayUsesThem) {
 
 // FOOTGUN 4: a value the callable computes on the host (a step counter, a value read from a
 // closure) is frozen at capture: replay cannot see host code. Use a Variable. The capture check
-// (JitOptions::check_closure) finds a value that differs between calls 0 and 1; verify mode
+// (JitOptions::capture.check_closure) finds a value that differs between calls 0 and 1; verify mode
 // (JitOptions::verify / ENCORE_VERIFY=N) finds the others by comparing replays with eager runs.
 TEST(Footguns, HostValueComputedInCallableIsFrozenAndVerifyCatchesIt) {
   NEED_CL();
@@ -136,7 +136,7 @@ TEST(Footguns, HostValueComputedInCallableIsFrozenAndVerifyCatchesIt) {
     }
   }
   JitOptions unchecked;
-  unchecked.check_closure = false;  // what the check prevents: the value frozen silently
+  unchecked.capture.check_closure = false;  // what the check prevents: the value frozen silently
   {
     step = 0;
     TinyJit jit(f, unchecked);
@@ -178,7 +178,7 @@ ON_NULL_AND_CL(FootgunsOnDevices);
 
 // FOOTGUN 5: reading a device value on the host inside the callable (copyout) would steer later
 // host code with a value replay never refreshes, so it is a JitError during capture.
-// JitOptions::allow_copyout accepts the frozen value.
+// JitOptions::capture.allow_copyout accepts the frozen value.
 TEST_P(FootgunsOnDevices, CopyoutInCallableIsAnError) {
   Env& e = env();
   auto f = [&](const Buffer& x) {
@@ -197,7 +197,7 @@ TEST_P(FootgunsOnDevices, CopyoutInCallableIsAnError) {
     EXPECT_NE(std::string(err.what()).find("copyout"), std::string::npos) << err.what();
   }
   JitOptions o;
-  o.allow_copyout = true;
+  o.capture.allow_copyout = true;
   TinyJit allowed(f, o);
   for (int i = 0; i < 4; ++i) {
     Buffer r = allowed(x);

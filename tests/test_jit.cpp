@@ -416,10 +416,10 @@ TEST_P(TinyJitErrors, CopyoutDuringCaptureIsAnError) {
   EXPECT_EQ(jit.calls(), 1u);
 
   JitOptions o;
-  o.allow_copyout = true;
+  o.capture.allow_copyout = true;
   // NULL computes nothing: the value read is whatever y's bytes hold, which differs between calls 0
   // and 1, and the capture check rightly reports the frozen scalar; on OpenCL the reads agree
-  o.check_closure = !e.dev.is_null();
+  o.capture.check_closure = !e.dev.is_null();
   TinyJit allowed(f, o);
   Buffer x2 = make(e.dev, seq(8, 2.f));
   allowed(x2);

@@ -81,8 +81,8 @@ encore::Device cl_device() {
 encore::JitOptions jit_options(bool prune, bool plan) {
   encore::JitOptions o;
   o.enabled = true;
-  o.prune = prune;
-  o.plan = plan;
+  o.unit.prune = prune;
+  o.unit.plan = plan;
   o.verify = 0;
   return o;
 }

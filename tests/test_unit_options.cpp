@@ -1,35 +1,81 @@
-// Options that are not implemented must say so, not silently do nothing.
+// One UnitOptions and one CaptureOptions, used as they are by Capture and inside JitOptions: each
+// field reaches the unit or the capture it governs.
 #include <gtest/gtest.h>
 
 #include "encore/encore.hpp"
 
-TEST(UnitOptions, BatchIsRejectedClearly) {
+namespace {
+
+constexpr const char* kSrc = R"(
+__kernel void set1(__global float* x) { x[get_global_id(0)] = 1.0f; }
+__kernel void add1(__global float* x, __global const float* c) { size_t i = get_global_id(0); x[i] += c[i]; }
+)";
+
+struct Step {
   encore::Device dev = encore::Device::open("NULL");
-  encore::Kernel k = dev.compile("__kernel void inc1(__global float* x) { x[get_global_id(0)] += 1; }").kernel("inc1");
-  encore::Buffer x = dev.alloc<float>(64);
-  encore::JitOptions o;
-  o.batch = true;
-  auto jit = encore::TinyJit([&](const encore::Buffer& b) { dev.launch(k, {64}, {}, b); }, o);
-  jit(x);
-  try {
-    jit(x);
-    ADD_FAILURE() << "batch=true must be a JitError";
-  } catch (const encore::JitError& e) {
-    EXPECT_NE(std::string(e.what()).find("not implemented"), std::string::npos) << e.what();
+  encore::Program prog = dev.compile(kSrc);
+  encore::Buffer c = dev.alloc<float>(64);  // closure state: written by a one-time item
+  void operator()(const encore::Buffer& x) const {
+    dev.launch(prog.kernel("set1"), {64}, {}, encore::out(c));  // a pure write: one-time
+    dev.launch(prog.kernel("add1"), {64}, {}, x, c);
   }
-  // the jit stays usable: the failed capture did not count, and the next call retries it (and
-  // fails the same clear way, not with a stale half-built unit)
-  EXPECT_EQ(jit.calls(), 1u);
-  EXPECT_FALSE(jit.unit());
-  EXPECT_THROW(jit(x), encore::JitError);
-  EXPECT_EQ(jit.calls(), 1u);
-  // reset() starts over; without batch the same callable captures and replays
-  auto plain = encore::TinyJit([&](const encore::Buffer& b) { dev.launch(k, {64}, {}, b); }, encore::JitOptions{});
-  for (int i = 0; i < 3; ++i) plain(x);
-  EXPECT_EQ(plain.calls(), 3u);
-  EXPECT_TRUE(plain.unit());
-  jit.reset();
-  EXPECT_EQ(jit.calls(), 0u);
-  jit(x);
-  EXPECT_EQ(jit.calls(), 1u);
+};
+
+}  // namespace
+
+TEST(UnitOptions, JitPassesItsUnitOptionsToTheUnit) {
+  Step s;
+  encore::Buffer x = s.dev.alloc<float>(64);
+  encore::TinyJit pruned(s, encore::JitOptions{});
+  encore::TinyJit kept(s, encore::JitOptions{.unit = {.prune = false}});
+  for (int i = 0; i < 3; ++i) {
+    pruned(x);
+    kept(x);
+  }
+  EXPECT_EQ(pruned.unit().stats().items_pruned, 1u);
+  EXPECT_EQ(kept.unit().stats().items_pruned, 0u);
+  EXPECT_EQ(kept.unit().stats().items_replayed, 2u);
+  EXPECT_FALSE(kept.options().unit.prune);
+}
+
+TEST(UnitOptions, CaptureTakesUnitAndCaptureOptions) {
+  Step s;
+  encore::Buffer x = s.dev.alloc<float>(64);
+  {
+    encore::Capture cap(encore::UnitOptions{.prune = false});
+    cap.add_input(x);
+    s(x);
+    EXPECT_THROW(x.copyout<float>(), encore::JitError) << "copyout during a capture is refused by default";
+    EXPECT_EQ(cap.end().stats().items_pruned, 0u);
+  }
+  encore::Capture cap({}, encore::CaptureOptions{.allow_copyout = true});
+  cap.add_input(x);
+  s(x);
+  EXPECT_EQ(x.copyout<float>().size(), 64u);  // allowed: its value is frozen into the capture
+  EXPECT_EQ(cap.end().stats().items_pruned, 1u);
+}
+
+TEST(UnitOptions, JitCaptureOptionsReachTheCapture) {
+  Step s;
+  encore::Buffer x = s.dev.alloc<float>(64);
+  auto reads = [&](const encore::Buffer& b) {
+    s(b);
+    (void)b.copyout<float>();
+  };
+  encore::TinyJit refused(reads, encore::JitOptions{});
+  refused(x);  // call 0: a copyout is fine, nothing of it is replayed
+  EXPECT_THROW(refused(x), encore::JitError);
+  encore::TinyJit allowed(reads, encore::JitOptions{.capture = {.allow_copyout = true}});
+  for (int i = 0; i < 3; ++i) allowed(x);
+  EXPECT_TRUE(allowed.unit());
+  // check_closure off: a kernel scalar that differs between calls 0 and 1 is not compared
+  int call = 0;
+  auto changing = [&](const encore::Buffer& b) { s.dev.launch(s.prog.kernel("set1"), {call++ == 0 ? 64u : 32u}, {}, b); };
+  encore::TinyJit checked(changing, encore::JitOptions{});
+  checked(x);
+  EXPECT_THROW(checked(x), encore::JitError);
+  call = 0;
+  encore::TinyJit unchecked(changing, encore::JitOptions{.capture = {.check_closure = false}});
+  for (int i = 0; i < 3; ++i) unchecked(x);
+  EXPECT_EQ(unchecked.calls(), 3u);
 }

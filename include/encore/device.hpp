@@ -138,11 +138,6 @@ class ENCORE_API Device {
   std::shared_ptr<detail::DeviceImpl> impl_;
 };
 
-// Runs items in order with captured buffers replaced per `buffer_map` and variables set from
-// `var_vals` first. The convenient, slow form; ExecutionUnit is the fast one.
-ENCORE_API void run_schedule(std::span<const ExecItem> items, const std::map<Buffer, Buffer>& buffer_map = {},
-                             std::span<const BoundVar> var_vals = {});
-
 // Ordering for std::map keys: by identity.
 inline bool operator<(const Buffer& a, const Buffer& b) { return a.impl() < b.impl(); }
 

@@ -93,7 +93,7 @@ typedef enum encore_status {
   ENCORE_ERROR_JIT = 5,              /* a capture/replay rule was broken (inputs not matching, ...) */
   ENCORE_ERROR_OUT_OF_MEMORY = 6,    /* host or device allocation failed */
   ENCORE_ERROR_UNSUPPORTED = 7,      /* not available in this build */
-  ENCORE_ERROR_WORKLOAD = 8,         /* writing a workload file failed */
+  ENCORE_ERROR_WORKLOAD = 8,         /* reserved: no call returns it (the C API writes no workload files) */
   ENCORE_ERROR_UNKNOWN = 9,          /* anything else */
   ENCORE_STATUS_MAX_ENUM = 0x7fffffff /* (not a status: makes every int a valid value, as in C) */
 } encore_status;
@@ -301,13 +301,26 @@ ENCORE_C_API encore_status encore_event_destroy(encore_event ev);
 
 /* ---- explicit capture and units ---------------------------------------------------------- */
 
+/* Option structs can grow: each starts with its own size, which encore_*_options_init sets (or
+ * take encore_*_options_default()). Fields are only ever appended, each at or after the end of
+ * the struct of the release before, so a caller built against an older header passes its smaller
+ * size and gets the defaults for the fields it lacks. A size that no release had (0, garbage, a
+ * newer header's bigger struct) is ENCORE_ERROR_INVALID_ARGUMENT naming the struct. */
 typedef struct encore_unit_options {
+  size_t size;       /* sizeof(encore_unit_options), set by encore_unit_options_init */
   int prune;         /* drop one-time items from replay (default 1) */
   int plan;          /* plan internal temporaries into one arena (default 1) */
   int allow_copyout; /* permit copyout during capture, its value frozen (default 0) */
   uint32_t max_in_flight; /* replays in flight at most: a run first waits for the one this many
                              runs before (default 3; 0: unbounded; at most 1024) */
+  uint32_t min_items_in_flight; /* a short step keeps more replays in flight: at least this many
+                                   items' worth, at most 256 replays (default 64; 0: exactly
+                                   max_in_flight) */
 } encore_unit_options;
+
+/* Fills the first `size` bytes of *opt with the defaults (prune and plan on) and sets opt->size:
+ * pass sizeof(encore_unit_options) (what encore_unit_options_default does). */
+ENCORE_C_API encore_status encore_unit_options_init(encore_unit_options* opt, size_t size);
 
 typedef struct encore_unit_stats {
   size_t items, items_pruned, items_replayed;
@@ -316,8 +329,12 @@ typedef struct encore_unit_stats {
   size_t planned_temps;
 } encore_unit_stats;
 
-/* The defaults (prune and plan on). */
-ENCORE_C_API encore_unit_options encore_unit_options_default(void);
+/* The defaults, with size set (inline: the caller's own sizeof). */
+static inline encore_unit_options encore_unit_options_default(void) {
+  encore_unit_options o;
+  encore_unit_options_init(&o, sizeof o);
+  return o;
+}
 /* Starts recording the calling thread's launches, copies and copyins (opt may be NULL). */
 ENCORE_C_API encore_status encore_capture_begin(const encore_unit_options* opt, encore_capture* out);
 /* Declares an input; *slot (may be NULL) is its slot for encore_unit_bind_input. */
@@ -355,9 +372,6 @@ ENCORE_C_API encore_status encore_unit_free_intermediates(encore_unit unit);
 ENCORE_C_API encore_status encore_unit_get_stats(encore_unit unit, encore_unit_stats* out);
 /* A unit running a then b (pruning and planning re-run over the whole). */
 ENCORE_C_API encore_status encore_unit_concat(encore_unit a, encore_unit b, encore_unit* out);
-/* Writes the unit as a workload file (encore-bench run FILE); name may be NULL.
- * ENCORE_ERROR_UNSUPPORTED when the library was built without the harness. */
-ENCORE_C_API encore_status encore_unit_save(encore_unit unit, const char* path, const char* name);
 
 /* ---- TinyJit over a C callback ----------------------------------------------------------- */
 
@@ -371,6 +385,7 @@ typedef encore_status (*encore_step_fn)(void* userdata, const encore_buffer* inp
                                         size_t num_outputs);
 
 typedef struct encore_jit_options {
+  size_t size;       /* sizeof(encore_jit_options), set by encore_jit_options_init */
   int enabled;       /* 0: every call runs the callback eagerly (ENCORE_JIT=0) */
   int prune, plan;
   int allow_copyout;
@@ -381,10 +396,18 @@ typedef struct encore_jit_options {
                              view or not; the variables passed), at most this many, the least recently
                              used dropped (default 8; 1: inputs unlike the capture's are an error) */
   int check_closure;      /* compare call 0 with call 1 at capture (default 1; see encore/jit.hpp) */
+  uint32_t min_items_in_flight; /* as in encore_unit_options (default 64) */
 } encore_jit_options;
 
-/* The defaults, with the environment applied (ENCORE_JIT, ENCORE_VERIFY). */
-ENCORE_C_API encore_jit_options encore_jit_options_default(void);
+/* Fills the first `size` bytes of *opt with the defaults, the environment applied (ENCORE_JIT,
+ * ENCORE_VERIFY), and sets opt->size: pass sizeof(encore_jit_options). */
+ENCORE_C_API encore_status encore_jit_options_init(encore_jit_options* opt, size_t size);
+/* The defaults with the environment applied, size set (inline: the caller's own sizeof). */
+static inline encore_jit_options encore_jit_options_default(void) {
+  encore_jit_options o;
+  encore_jit_options_init(&o, sizeof o);
+  return o;
+}
 /* A jit over `fn`, whose every call returns `num_outputs` (at most 1024) buffers (opt may be NULL). */
 ENCORE_C_API encore_status encore_jit_create(encore_step_fn fn, void* userdata, size_t num_outputs,
                                              const encore_jit_options* opt, encore_jit* out);

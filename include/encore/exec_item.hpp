@@ -1,6 +1,6 @@
 #pragma once
-// ExecItem: one unit of device work (a kernel launch, a buffer copy, a host upload, native work or
-// a fill), as run eagerly and as recorded by a capture.
+// ExecItem: one unit of device work (a kernel launch, a buffer copy, a host upload, a fill, or
+// native work that an OpenCL library or engine enqueues itself), as run eagerly and as recorded by a capture.
 //   for (const encore::ExecItem& it : unit.items()) std::cout << it.describe() << "\n";
 #include <array>
 #include <cstdint>

@@ -23,8 +23,11 @@
 
 namespace encore {
 
+// How a captured step replays (ExecutionUnit::build, Capture, TinyJit through JitOptions::unit).
+//   encore::Capture cap(encore::UnitOptions{.prune = false});
 struct UnitOptions {
   bool prune = true;           // drop one-time items from replay (DESIGN rule 2)
+  bool plan = true;            // plan internal temporaries into one arena (rule 3)
   // Replays in flight at most (0: unbounded). A replay first waits for the completion of the one
   // this many calls before, so a loop that never reads back cannot run ahead of the device without
   // bound (host memory for queued work grows with the queue). So a replay can block: never queue
@@ -35,9 +38,17 @@ struct UnitOptions {
   // the host wakes up (a one-kernel step: 3.0x a hand-written loop at a bound of 3 replays, 0.9x at
   // 16, on PoCL here). 0: exactly max_in_flight replays.
   uint32_t min_items_in_flight = 64;
-  bool plan = true;            // plan internal temporaries into one arena (rule 3)
-  bool batch = false;          // command-buffer batches (rule 5): not implemented yet, true is a JitError
+};
+
+// What a capture accepts and checks while it records (Capture, TinyJit through JitOptions::capture).
+//   encore::Capture cap({}, encore::CaptureOptions{.allow_copyout = true});
+struct CaptureOptions {
   bool allow_copyout = false;  // permit copyout during capture (its value is frozen into the capture)
+  // TinyJit: call 0 is recorded too, and at the end of call 1 compared with it; a kernel scalar,
+  // launch size or closure buffer that changed is a JitError at capture (see encore/jit.hpp). Off:
+  // for a step meant to change once after call 0 (the capture then keeps call 1's step). A Capture
+  // records one call and has no call 0 to compare with.
+  bool check_closure = true;
 };
 
 struct UnitStats {
@@ -45,7 +56,6 @@ struct UnitStats {
   size_t inputs = 0, variables = 0;
   uint64_t temp_bytes_naive = 0, temp_bytes_planned = 0, temp_bytes_lower_bound = 0;
   size_t planned_temps = 0;
-  size_t batches = 0;  // submissions per replay
 };
 
 namespace detail { struct UnitImpl; struct UnitAccess; struct CaptureAccess; }
@@ -100,8 +110,11 @@ class ENCORE_API ExecutionUnit {
   // Enqueues the step; asynchronous (copyout of a result waits for it).
   void operator()();
   // Enqueues the step after `wait_for` completed (events of any device, an engine's cl_events
-  // through encore/opencl.hpp) and returns its completion. Costs one marker per device; operator()
-  // makes none.
+  // through encore/opencl.hpp) and returns its completion. Both run forms keep, per device, the
+  // event that ends the replay for the in-flight bound: the step's last kernel's event, or a marker
+  // where the replay does not end with a kernel on that device (or runs item by item: ENCORE_DEBUG=2,
+  // ENCORE_PROFILE). run() hands that event out (and flushes); an unbounded unit (max_in_flight 0)
+  // keeps none, so its run() costs one marker per device and its operator() none.
   Event run(std::span<const Event> wait_for = {});
   // Runs the step, waits for it, and returns how long it took in seconds: device time (the device
   // clock from before the step's first item to after its last) where times_on_device(), else the
@@ -127,7 +140,7 @@ class ENCORE_API ExecutionUnit {
 // thread between construction and end() is recorded (and also runs eagerly).
 class ENCORE_API Capture {
  public:
-  explicit Capture(UnitOptions options = {});
+  explicit Capture(UnitOptions unit = {}, CaptureOptions capture = {});
   ~Capture();  // abandons the capture if end() was not called
   Capture(const Capture&) = delete;
   Capture& operator=(const Capture&) = delete;

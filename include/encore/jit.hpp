@@ -48,7 +48,7 @@
 // - A call to another TinyJit inside a warm-up (call 0) or a capture runs that callable eagerly, so
 //   its work is recorded into the outer recordings; the inner jit's own call count does not advance.
 //
-// Capture check (JitOptions::check_closure, on by default): call 0 is recorded too (recorded only:
+// Capture check (JitOptions::capture.check_closure, on by default): call 0 is recorded too (recorded only:
 // nothing extra runs) and at the end of call 1 compared with it item by item. A kernel scalar, a
 // launch size, a closure buffer (neither an input nor allocated during the call), copyin data or a
 // returned buffer that differs is a JitError at capture, before any replay, naming the item, the
@@ -87,40 +87,26 @@
 #include <vector>
 
 #include "encore/buffer.hpp"
+#include "encore/device.hpp"
 #include "encore/error.hpp"
 #include "encore/execution_unit.hpp"
 #include "encore/variable.hpp"
 
 namespace encore {
 
+// How a TinyJit calls, captures and replays: JitOptions::from_env() (the default) applies ENCORE_JIT
+// and ENCORE_VERIFY.
+//   encore::TinyJit step(fn, encore::JitOptions{.unit = {.prune = false}, .capture = {.allow_copyout = true}});
 struct JitOptions {
   bool enabled = true;          // ENCORE_JIT=0: every call runs eagerly
-  bool prune = true;
-  bool plan = true;
-  bool batch = false;           // command-buffer batches: not implemented yet, true is a JitError at capture
-  bool allow_copyout = false;   // copyout during capture is a JitError unless set
+  UnitOptions unit = {};        // how each captured unit replays (prune, plan, work in flight)
+  CaptureOptions capture = {};  // what a capture accepts and checks (allow_copyout, check_closure)
   bool fresh_outputs = false;   // replay returns new copies of the outputs
   int verify = 0;               // ENCORE_VERIFY=N: check the first N replays against eager runs (skipped on NULL)
-  // Call 0 is recorded too, and at the end of call 1 compared with it: a kernel scalar, launch size
-  // or closure buffer that changed is a JitError at capture (see the header comment). Off: for a
-  // jit whose step is meant to change once after call 0 (the capture then keeps call 1's step).
-  bool check_closure = true;
-  ENCORE_API static JitOptions from_env();
-  uint32_t max_in_flight = 3;   // replays in flight at most (UnitOptions::max_in_flight)
-  uint32_t min_items_in_flight = 64;  // short steps keep more replays in flight (UnitOptions::min_items_in_flight)
   // One unit per input signature (see TinyJit), at most this many: past it the least recently used
   // is dropped. 1: the strict behaviour, a call whose inputs differ from the capture is a JitError.
   uint32_t max_units = 8;
-  UnitOptions unit() const {
-    UnitOptions u;
-    u.prune = prune;
-    u.plan = plan;
-    u.batch = batch;
-    u.allow_copyout = allow_copyout;
-    u.max_in_flight = max_in_flight;
-    u.min_items_in_flight = min_items_in_flight;
-    return u;
-  }
+  ENCORE_API static JitOptions from_env();
 };
 
 namespace detail {
@@ -247,7 +233,7 @@ class ENCORE_API JitCore {
   JitCore(JitCore&&) noexcept;
   JitCore& operator=(JitCore&&) noexcept;
   static bool capture_active();   // a capture (or a warm-up's recording) is recording on this thread
-  // Call 0: records its items for the capture check (JitOptions::check_closure; else no-ops).
+  // Call 0: records its items for the capture check (CaptureOptions::check_closure; else no-ops).
   void begin_warmup();
   void end_warmup(const std::vector<Buffer>& outputs);
   void abandon_warmup() noexcept;
@@ -282,9 +268,6 @@ class ENCORE_API JitCore {
 };
 
 }  // namespace detail
-
-// An eager whole-buffer copy on dst's device (fresh_outputs).
-ENCORE_API void copy_buffer_eager(const Buffer& dst, const Buffer& src);
 
 template <class F> class TinyJit {
  public:
@@ -430,7 +413,7 @@ template <class F> class TinyJit {
           return;
         } else {
           R r = eager<R>(std::forward<A>(a)...);
-          if (core.opt.check_closure) {
+          if (core.opt.capture.check_closure) {
             std::vector<Buffer> outs;
             detail::collect_outputs(outs, r);
             core.end_warmup(outs);
@@ -501,7 +484,7 @@ template <class F> class TinyJit {
     if (s.core.opt.fresh_outputs) {
       auto copy = [](const Buffer& b) {
         Buffer c(b.device(), b.dtype(), b.count());
-        copy_buffer_eager(c, b);
+        c.device().copy(c, b);
         return c;
       };
       return detail::map_outputs(r, copy);

@@ -8,11 +8,7 @@
 
 #include "capi/handles.hpp"
 #include "encore/exec_item.hpp"
-#include "src/capi/capi_config.h"  // generated: ENCORE_CAPI_VERSION, ENCORE_CAPI_HAVE_WORKLOAD
-
-#if ENCORE_CAPI_HAVE_WORKLOAD
-#include "encore/workload.hpp"
-#endif
+#include "src/capi/capi_config.h"  // generated: ENCORE_CAPI_VERSION
 
 namespace encore::capi {
 
@@ -156,10 +152,6 @@ encore_status current_exception_status(const char* fn) noexcept {
     return set_error(fn, ENCORE_ERROR_INVALID_ARGUMENT, e.what());
   } catch (const JitError& e) {
     return set_error(fn, ENCORE_ERROR_JIT, e.what());
-#if ENCORE_CAPI_HAVE_WORKLOAD
-  } catch (const WorkloadError& e) {
-    return set_error(fn, ENCORE_ERROR_WORKLOAD, e.what());
-#endif
   } catch (const std::bad_alloc&) {
     return set_error(fn, ENCORE_ERROR_OUT_OF_MEMORY, "out of host memory");
   } catch (const std::exception& e) {

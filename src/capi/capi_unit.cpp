@@ -8,12 +8,8 @@
 #include <vector>
 
 #include "capi/handles.hpp"
+#include "capi/sized.hpp"
 #include "encore/jit.hpp"
-#include "src/capi/capi_config.h"
-
-#if ENCORE_CAPI_HAVE_WORKLOAD
-#include "encore/workload.hpp"
-#endif
 
 namespace encore::capi {
 
@@ -193,20 +189,49 @@ uint32_t checked_in_flight(uint32_t n) {
   return n;
 }
 
+// The sizes each option struct had in each release (encore.h: fields are only appended).
+constexpr size_t kUnitOptionsSizes[] = {sizeof(encore_unit_options)};
+constexpr size_t kJitOptionsSizes[] = {sizeof(encore_jit_options)};
+
+encore_unit_options unit_defaults() {
+  const UnitOptions u;
+  const CaptureOptions c;
+  return encore_unit_options{sizeof(encore_unit_options), u.prune, u.plan, c.allow_copyout, u.max_in_flight, u.min_items_in_flight};
+}
+
+// The environment (ENCORE_JIT, ENCORE_VERIFY) applied.
+encore_jit_options jit_defaults() {
+  JitOptions j;
+  try {
+    j = JitOptions::from_env();
+  } catch (...) {  // a malformed environment: the plain defaults
+  }
+  return encore_jit_options{sizeof(encore_jit_options), j.enabled,       j.unit.prune,   j.unit.plan,
+                            j.capture.allow_copyout,    j.fresh_outputs, j.verify,       j.unit.max_in_flight,
+                            j.max_units,                j.capture.check_closure,         j.unit.min_items_in_flight};
+}
+
+UnitOptions to_unit_options(int prune, int plan, uint32_t max_in_flight, uint32_t min_items_in_flight) {
+  UnitOptions u;
+  u.prune = prune != 0;
+  u.plan = plan != 0;
+  u.max_in_flight = checked_in_flight(max_in_flight);
+  u.min_items_in_flight = min_items_in_flight;
+  return u;
+}
+
 JitOptions to_jit_options(const encore_jit_options& o) {
   JitOptions j;
   j.enabled = o.enabled != 0;
-  j.prune = o.prune != 0;
-  j.plan = o.plan != 0;
-  j.allow_copyout = o.allow_copyout != 0;
+  j.unit = to_unit_options(o.prune, o.plan, o.max_in_flight, o.min_items_in_flight);
+  j.capture.allow_copyout = o.allow_copyout != 0;
+  j.capture.check_closure = o.check_closure != 0;
   j.fresh_outputs = o.fresh_outputs != 0;
   if (o.verify < 0) fail(ENCORE_ERROR_INVALID_ARGUMENT, "opt->verify: expected >= 0, found " + std::to_string(o.verify));
   j.verify = o.verify;
-  j.max_in_flight = checked_in_flight(o.max_in_flight);
   if (o.max_units < 1 || o.max_units > 1024)
     fail(ENCORE_ERROR_INVALID_ARGUMENT, "opt->max_units: expected 1 to 1024 units (one per input signature), found " + std::to_string(o.max_units));
   j.max_units = o.max_units;
-  j.check_closure = o.check_closure != 0;
   return j;
 }
 
@@ -234,9 +259,11 @@ extern "C" {
 
 // ---- capture
 
-encore_unit_options encore_unit_options_default(void) {
-  UnitOptions u;
-  return encore_unit_options{u.prune, u.plan, u.allow_copyout, u.max_in_flight};
+encore_status encore_unit_options_init(encore_unit_options* opt, size_t size) {
+  return guard(__func__, [&] {
+    need(opt, "opt");
+    write_sized(opt, size, kUnitOptionsSizes, unit_defaults(), "encore_unit_options");
+  });
 }
 
 encore_status encore_capture_begin(const encore_unit_options* opt, encore_capture* out) {
@@ -244,15 +271,12 @@ encore_status encore_capture_begin(const encore_unit_options* opt, encore_captur
     need(out, "out");
     *out = nullptr;
     check_not_in_native("begin a capture");
-    encore_unit_options o = opt ? *opt : encore_unit_options_default();
-    UnitOptions u;
-    u.prune = o.prune != 0;
-    u.plan = o.plan != 0;
-    u.allow_copyout = o.allow_copyout != 0;
-    u.max_in_flight = checked_in_flight(o.max_in_flight);
-    auto c = std::make_shared<CaptureObj>();
-    c->cap = std::make_unique<Capture>(u);
-    put(std::move(c), out);
+    const encore_unit_options o = read_sized(opt, kUnitOptionsSizes, unit_defaults(), "encore_unit_options");
+    CaptureOptions c;
+    c.allow_copyout = o.allow_copyout != 0;
+    auto cap = std::make_shared<CaptureObj>();
+    cap->cap = std::make_unique<Capture>(to_unit_options(o.prune, o.plan, o.max_in_flight, o.min_items_in_flight), c);
+    put(std::move(cap), out);
   });
 }
 
@@ -391,25 +415,6 @@ encore_status encore_unit_concat(encore_unit a, encore_unit b, encore_unit* out)
   });
 }
 
-encore_status encore_unit_save(encore_unit unit, const char* path, const char* name) {
-  return guard(__func__, [&] {
-    auto u = get<UnitObj>(unit, "unit");
-    need(path, "path");
-#if ENCORE_CAPI_HAVE_WORKLOAD
-    workload::SaveOptions o;
-    if (name) o.name = name;
-    try {
-      workload::save_workload(u->unit, path, o);
-    } catch (const std::system_error& e) {  // std::filesystem::filesystem_error among others
-      fail(ENCORE_ERROR_WORKLOAD, std::string("cannot write the workload ") + path + ": " + e.what());
-    }
-#else
-    (void)name;
-    fail(ENCORE_ERROR_UNSUPPORTED, "this libencore was built without the workload harness (meson -Dharness=false)");
-#endif
-  });
-}
-
 // ---- events
 
 encore_status encore_event_wait(encore_event ev) {
@@ -433,13 +438,11 @@ encore_status encore_event_destroy(encore_event ev) { return destroy<EventObj>(_
 
 // ---- jit
 
-encore_jit_options encore_jit_options_default(void) {
-  JitOptions j;
-  try {
-    j = JitOptions::from_env();
-  } catch (...) {  // a malformed environment: the plain defaults
-  }
-  return encore_jit_options{j.enabled, j.prune, j.plan, j.allow_copyout, j.fresh_outputs, j.verify, j.max_in_flight, j.max_units, j.check_closure};
+encore_status encore_jit_options_init(encore_jit_options* opt, size_t size) {
+  return guard(__func__, [&] {
+    need(opt, "opt");
+    write_sized(opt, size, kJitOptionsSizes, jit_defaults(), "encore_jit_options");
+  });
 }
 
 encore_status encore_jit_create(encore_step_fn fn, void* userdata, size_t num_outputs, const encore_jit_options* opt,
@@ -450,7 +453,7 @@ encore_status encore_jit_create(encore_step_fn fn, void* userdata, size_t num_ou
     if (!fn) fail(ENCORE_ERROR_INVALID_ARGUMENT, "fn is NULL");
     if (num_outputs > kMaxOutputs)
       fail(ENCORE_ERROR_INVALID_ARGUMENT, "num_outputs: at most " + std::to_string(kMaxOutputs) + ", found " + std::to_string(num_outputs));
-    JitOptions jo = to_jit_options(opt ? *opt : encore_jit_options_default());
+    JitOptions jo = to_jit_options(read_sized(opt, kJitOptionsSizes, jit_defaults(), "encore_jit_options"));
     auto j = std::make_shared<JitObj>();
     j->fn = fn;
     j->userdata = userdata;

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <system_error>
 
+#include "core/env.hpp"
 #include "internal.hpp"
 
 namespace encore {
@@ -38,20 +39,7 @@ std::vector<std::shared_ptr<DeviceImpl>> DeviceImpl::split(unsigned) {
 bool exiting() noexcept { return g_exiting.load(std::memory_order_acquire); }
 
 
-int debug_level() {
-  static const int level = [] {
-    const char* d = std::getenv("ENCORE_DEBUG");
-    if (!d) d = std::getenv("DEBUG");  // the short alias
-    return d ? std::atoi(d) : 0;
-  }();
-  return level;
-}
-
-bool env_flag(const char* name, bool dflt) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return dflt;
-  return !(v[0] == '0' && v[1] == 0);
-}
+int debug_level() { return env::debug(); }
 
 }  // namespace detail
 
@@ -129,8 +117,8 @@ std::string available() {
 Device Device::open(std::string_view name_in) {
   std::string name(name_in);
   if (name.empty()) {
-    const char* env = std::getenv("ENCORE_DEVICE");
-    name = env && *env ? env : "CL";
+    name = detail::env::device();
+    if (name.empty()) name = "CL";
   }
   for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   int index = -2;

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "encore/device.hpp"
+#include "core/env.hpp"
 #include "internal.hpp"
 #include "core/program_cache.hpp"
 
@@ -68,7 +69,7 @@ Program Device::compile(const std::string& source, const std::string& options) c
   p->dev = shared_impl();
   p->source = source;
   p->options = options;
-  std::string dir = d.is_null() ? std::string() : detail::cache_dir();
+  std::string dir = d.is_null() ? std::string() : detail::env::cache_dir();
   // the headers key the disk cache (an edited header is another program) and hold typedefs
   const detail::Includes inc = detail::read_includes(source, options);
   if (!dir.empty() && !inc.resolved) {

@@ -59,17 +59,6 @@ struct Reader {
 };
 }  // namespace
 
-std::string cache_dir() {
-  const char* e = std::getenv("ENCORE_CACHE");
-  if (e && std::string(e) == "0") return {};
-  if (e && *e) return e;
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  if (xdg && *xdg) return std::string(xdg) + "/encore";
-  const char* home = std::getenv("HOME");
-  if (!home || !*home) return {};
-  return std::string(home) + "/.cache/encore";
-}
-
 std::string cache_key_text(const std::string& prefix, const std::string& source, const std::string& options, const std::string& includes) {
   std::string k = prefix + '\0' + options + '\0' + source;
   if (!includes.empty()) k += std::string("\0includes\0", 10) + includes;

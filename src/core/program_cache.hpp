@@ -12,7 +12,6 @@ struct CacheEntry {
   std::vector<unsigned char> binary;
 };
 
-std::string cache_dir();  // empty: cache off (ENCORE_CACHE=0)
 // `includes`: the bytes of every file the source includes (Includes::contents), empty when none.
 std::string cache_key_text(const std::string& prefix, const std::string& source, const std::string& options,
                            const std::string& includes = {});

@@ -241,28 +241,10 @@ void Buffer::copyout_bytes(void* dst, size_t n, size_t off) const {
   if (Recorder* r = current_recorder(); r && !r->allow_copyout)
     throw JitError("copyout of " + describe() +
                    " during a capture: its value would steer later host code, which replay never re-runs (frozen silently). "
-                   "Keep host reads out of the captured step, or set allow_copyout to accept a frozen value");
+                   "Keep host reads out of the captured step, or set CaptureOptions::allow_copyout (JitOptions::capture.allow_copyout) to accept a frozen value");
   transfer_range(*this, n, off, "copyout");
   impl_->ensure_allocated();
   impl_->dev->read(impl_->root()->mem, impl_->offset + off, dst, n);
-  save_dirty_programs(*impl_->dev);
-}
-
-void run_schedule(std::span<const ExecItem> items, const std::map<Buffer, Buffer>& buffer_map, std::span<const BoundVar> var_vals) {
-  VarScope scope(var_vals);
-  auto map = [&](const Buffer& b) {
-    if (!b) return b;
-    if (auto it = buffer_map.find(b); it != buffer_map.end()) return it->second;
-    return b;
-  };
-  for (const ExecItem& it : items) {
-    ExecItem x = it;
-    x.dst = map(x.dst);
-    x.src = map(x.src);
-    for (Arg& a : x.args)
-      if (a.kind == Arg::Kind::buffer) a.buf = map(a.buf);
-    x.device().run(x);
-  }
 }
 
 }  // namespace encore

@@ -12,7 +12,7 @@ void operands(const ExecItem& it, std::vector<Operand>& out) {
 }
 std::string operand_name(const ExecItem&, uint32_t arg) { return "buffer " + std::to_string(arg); }
 const std::shared_ptr<DeviceImpl>& queue(const ExecItem& it) { return it.native->dev; }
-std::string label(const ExecItem& it) { return it.name.empty() ? "native" : it.name; }
+std::string label(const ExecItem& it) { return it.name.empty() ? "native" : "native " + it.name; }
 std::string title(const ExecItem& it) { return "native call " + (it.name.empty() ? std::string("(unnamed)") : it.name); }
 std::string describe(const ExecItem& it) { return "native " + it.name + args_str(it.args); }
 bool uses_variables(const ExecItem&) { return false; }

@@ -8,6 +8,7 @@
 
 #include "cl_handle.hpp"
 #include "encore/opencl.hpp"
+#include "core/env.hpp"
 #include "internal.hpp"
 #include "testing.hpp"
 
@@ -596,7 +597,7 @@ class ClDevice final : public DeviceImpl {
 
  private:
   void open_queue() {
-    profiling = debug_level() >= 2 || env_flag("ENCORE_PROFILING", false) || std::getenv("ENCORE_PROFILE") != nullptr;
+    profiling = debug_level() >= 2 || env::profiling();
     cl_int err = CL_SUCCESS;
     q_ = cl::Queue(cl::create_queue(ctx_->ctx.get(), dev_, profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &err));
     cl::check(err, "clCreateCommandQueue", info.id);

@@ -1,4 +1,4 @@
-// DEBUG=2: one line per item run (device, name, args, memory, time, GFLOP/s, GB/s).
+// ENCORE_DEBUG=2: one line per item run (device, name, args, memory, time, GFLOP/s, GB/s).
 #include <cstdio>
 #include <mutex>
 

@@ -15,7 +15,9 @@
 #include <vector>
 
 #include "encore/error.hpp"
+#include "core/env.hpp"
 #include "exec/kind.hpp"
+#include "internal.hpp"
 
 namespace encore {
 
@@ -85,8 +87,8 @@ struct EnvProfile {
   std::string path;
   EnvProfile() {
     rec();  // made first, so it is destroyed after this writes the trace at exit
-    if (const char* p = std::getenv("ENCORE_PROFILE"); p && *p) {
-      path = p;
+    if (!env::profile().empty()) {
+      path = env::profile();
       g_active = true;
     }
   }

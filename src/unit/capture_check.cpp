@@ -205,7 +205,7 @@ std::string item_str(const ExecItem& it) { return kind_of(it).title(it); }
 void check_same_step(const CallRecord& c0, const CallRecord& c1, const std::vector<ExecItem>& items1, const std::vector<Buffer>& outputs1) {
   static const char* off_switch =
       " If the difference is meant to happen once and then stay (a flag set after call 0), switch this check off for this jit: "
-      "JitOptions::check_closure = false. Only calls 0 and 1 are compared: a value that changes later is found by verify mode "
+      "JitOptions::capture.check_closure = false. Only calls 0 and 1 are compared: a value that changes later is found by verify mode "
       "(ENCORE_VERIFY=N).";
   static const char* buffer_fix =
       "Replay would use call 1's buffer on every call. A buffer that changes between calls must be an input: pass it as an argument "

@@ -54,10 +54,10 @@ std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buf
     char line[320];
     std::snprintf(line, sizeof line,
                   "captured %zu items: %zu pruned, %zu replayed; %zu inputs, %zu variables; temps %zu planned: %llu -> %llu bytes "
-                  "(lower bound %llu); batches %zu",
+                  "(lower bound %llu)",
                   st.items, st.items_pruned, st.items_replayed, st.inputs, st.variables, st.planned_temps,
                   static_cast<unsigned long long>(st.temp_bytes_naive), static_cast<unsigned long long>(st.temp_bytes_planned),
-                  static_cast<unsigned long long>(st.temp_bytes_lower_bound), st.batches);
+                  static_cast<unsigned long long>(st.temp_bytes_lower_bound));
     log(LogLevel::info, line);
     for (const std::string& note : p.keep_notes) log(LogLevel::info, "  kept " + note);
   }
@@ -72,8 +72,8 @@ std::vector<Buffer> unit_state_storages(const ExecutionUnit& unit) { return Unit
 
 ExecutionUnit::ExecutionUnit() = default;
 // The unit's in-flight replays read its upload snapshots and arena: UnitImpl's destructor waits
-// for them (their markers), never for unrelated work. Unbounded units have no markers: they finish
-// their devices' queues.
+// for them (the events that end them), never for unrelated work. Unbounded units keep no events:
+// they finish their devices' queues.
 ExecutionUnit::~ExecutionUnit() {
   if (impl_ && impl_->plan.opt.max_in_flight == 0)
     for (auto& d : impl_->plan.devices) try {

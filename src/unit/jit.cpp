@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 
+#include "core/env.hpp"
 #include "unit/capture_check.hpp"
 #include "unit/unit.hpp"
 
@@ -17,8 +18,8 @@ using namespace detail;
 
 JitOptions JitOptions::from_env() {
   JitOptions o;
-  o.enabled = env_flag("ENCORE_JIT", true);
-  if (const char* v = std::getenv("ENCORE_VERIFY")) o.verify = std::atoi(v);
+  o.enabled = env::jit();
+  o.verify = env::verify();
   return o;
 }
 
@@ -135,7 +136,7 @@ JitCore& JitCore::operator=(JitCore&&) noexcept = default;
 bool JitCore::capture_active() { return current_recorder() != nullptr; }
 
 void JitCore::begin_capture() {
-  s_->cap = std::make_unique<Capture>(opt.unit());
+  s_->cap = std::make_unique<Capture>(opt.unit, opt.capture);
   auto& c = CaptureAccess::state(*s_->cap);  // (Capture::State is private to Capture and its access)
   c.inputs = args.buffers;
   for (const HostSpan& h : args.hosts) c.rec->hosts.emplace_back(static_cast<const unsigned char*>(h.data), h.bytes());
@@ -151,7 +152,7 @@ void JitCore::abandon_capture() noexcept { s_->cap.reset(); }
 // call 0 is replayed).
 void JitCore::begin_warmup() {
   s_->call0.reset();
-  if (!opt.check_closure) return;
+  if (!opt.capture.check_closure) return;
   s_->warm = start_recording(true);
   for (const HostSpan& h : args.hosts) s_->warm->hosts.emplace_back(static_cast<const unsigned char*>(h.data), h.bytes());
 }
@@ -377,9 +378,9 @@ void JitCore::reset() {
 
 }  // namespace detail
 
-Capture::Capture(UnitOptions options) : s_(std::make_unique<State>()) {
-  s_->opt = options;
-  s_->rec = start_recording(options.allow_copyout);
+Capture::Capture(UnitOptions unit, CaptureOptions capture) : s_(std::make_unique<State>()) {
+  s_->opt = unit;
+  s_->rec = start_recording(capture.allow_copyout);
 }
 
 // On the recording thread this stops the recording; on another thread it closes it, and the
@@ -409,6 +410,5 @@ size_t Capture::items_recorded() const { return s_->rec->items.size(); }
 
 ExecutionUnit Capture::end() { return CaptureAccess::end(*this, nullptr); }
 
-void copy_buffer_eager(const Buffer& dst, const Buffer& src) { dst.device().copy(dst, src); }
 
 }  // namespace encore

@@ -75,9 +75,6 @@ std::vector<Buffer> Plan::state_storages() const {
 
 Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vector<Buffer> outputs, UnitOptions opt,
                std::vector<BufferImpl*> internal, const std::vector<uint64_t>& capture_ids) {
-  if (opt.batch)
-    throw JitError("UnitOptions::batch: replay as cl_khr_command_buffer batches is not implemented in this version "
-                   "(on PoCL 3.1 it measures slower than plain enqueues); leave batch off: replay uses in-order enqueues");
   Plan u;
   u.opt = opt;
   u.items = std::move(items);
@@ -343,7 +340,6 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
   u.stats.items_replayed = n - u.stats.items_pruned;
   u.stats.inputs = u.inputs.size();
   u.stats.variables = u.vars.size();
-  u.stats.batches = 0;
   return u;
 }
 

@@ -106,8 +106,8 @@ int bench_main(int argc, const char* const* argv, const std::function<void(RunOp
     std::cerr << "encore-bench: --calls and --rotate must be at least 1\n";
     return 2;
   }
-  if (vm["no-prune"].as<bool>()) ro.jit.prune = false;
-  if (vm["no-plan"].as<bool>()) ro.jit.plan = false;
+  if (vm["no-prune"].as<bool>()) ro.jit.unit.prune = false;
+  if (vm["no-plan"].as<bool>()) ro.jit.unit.plan = false;
   if (vm.count("dump")) ro.dump_dir = vm["dump"].as<std::string>();
   ro.progress = isatty(STDERR_FILENO);
   if (adjust) adjust(ro);

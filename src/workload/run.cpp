@@ -269,8 +269,8 @@ Report run(const Workload& w, const Device& dev, const RunOptions& opt) {
   r.device = dev.id() + " (" + dev.info().name + ")";
   r.calls = opt.calls;
   r.rotate = opt.rotate;
-  r.prune = opt.jit.prune;
-  r.plan = opt.jit.plan;
+  r.prune = opt.jit.unit.prune;
+  r.plan = opt.jit.unit.plan;
   r.items = w.step.size();
   Progress progress{opt.progress};
   Checker checker{Tolerance{w.bitwise(), w.rtol, w.atol}, r};

@@ -1,0 +1,64 @@
+// The environment, read here only (see env.hpp for the list and when each is read).
+#include "core/env.hpp"
+
+#include <charconv>
+#include <cstdlib>
+#include <string_view>
+
+namespace encore::detail::env {
+
+namespace {
+
+std::string_view get(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string_view(v) : std::string_view();
+}
+
+// Set, non-empty and not "0".
+bool flag(const char* name, bool dflt) {
+  std::string_view v = get(name);
+  if (v.empty()) return dflt;
+  return v != "0";
+}
+
+// A non-negative integer; anything else (unset, "", "abc", "-1") is 0. Digits past the number are
+// ignored, as atoi did ("2x" is 2).
+int count(const char* name) {
+  std::string_view v = get(name);
+  int n = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  (void)end;
+  return ec == std::errc() && n > 0 ? n : 0;
+}
+
+}  // namespace
+
+std::string device() { return std::string(get("ENCORE_DEVICE")); }
+
+std::string cache_dir() {
+  std::string_view e = get("ENCORE_CACHE");
+  if (e == "0") return {};
+  if (!e.empty()) return std::string(e);
+  if (std::string_view xdg = get("XDG_CACHE_HOME"); !xdg.empty()) return std::string(xdg) + "/encore";
+  if (std::string_view home = get("HOME"); !home.empty()) return std::string(home) + "/.cache/encore";
+  return {};
+}
+
+bool jit() { return flag("ENCORE_JIT", true); }
+int verify() { return count("ENCORE_VERIFY"); }
+bool profiling() { return flag("ENCORE_PROFILING", false) || !get("ENCORE_PROFILE").empty(); }
+
+int debug() {
+  static const int level = [] {
+    int n = count("ENCORE_DEBUG");
+    return n > 2 ? 2 : n;
+  }();
+  return level;
+}
+
+const std::string& profile() {
+  static const std::string path(get("ENCORE_PROFILE"));
+  return path;
+}
+
+}  // namespace encore::detail::env

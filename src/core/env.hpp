@@ -1,0 +1,30 @@
+#pragma once
+// Every environment variable encore reads, and the only place that reads them (README
+// "Environment"). Engines and build systems set variables of their own (DEBUG, PROFILE, ...):
+// encore reads nothing without the ENCORE_ prefix except where the cache folder defaults to.
+//   ENCORE_DEVICE      Device::open(""): CL, CL:N or NULL (default CL)          each open
+//   ENCORE_CACHE       program cache folder; 0 disables (default below)        each compile
+//   XDG_CACHE_HOME     the cache's default: $XDG_CACHE_HOME/encore, else        each compile
+//   HOME                 $HOME/.cache/encore, else no disk cache
+//   ENCORE_JIT=0       TinyJit calls run eagerly (JitOptions::from_env)         each from_env
+//   ENCORE_VERIFY=N    check the first N replays against eager runs (from_env)  each from_env
+//   ENCORE_PROFILING=1 OpenCL queues with profiling                             each queue made
+//   ENCORE_DEBUG=1|2   capture summaries / one line per item run                once per process
+//   ENCORE_PROFILE=f   a Chrome trace of the whole process, written at exit     once per process
+// The last two are read once: replay checks them on its hot path, and a trace covers a whole
+// process. The others are read at each use, so a program (or a test) may set them in between:
+// encore-bench --trace sets ENCORE_PROFILING before it opens a device.
+// (Tests read ENCORE_TEST_DEVICE_SPLIT, ENCORE_REQUIRE_CL and others themselves: not the library.)
+#include <string>
+
+namespace encore::detail::env {
+
+std::string device();             // ENCORE_DEVICE; "" when unset or empty
+std::string cache_dir();          // the program cache folder; "" when off (ENCORE_CACHE=0, or no HOME)
+bool jit();                       // ENCORE_JIT: false only for "0" (default true)
+int verify();                     // ENCORE_VERIFY: N >= 0 (default 0; not a number: 0)
+bool profiling();                 // ENCORE_PROFILING set and not "0", or ENCORE_PROFILE set
+int debug();                      // ENCORE_DEBUG: 0, 1 or 2 (a larger number counts as 2)
+const std::string& profile();     // ENCORE_PROFILE: the trace file; "" when unset
+
+}  // namespace encore::detail::env
