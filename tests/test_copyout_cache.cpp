@@ -8,7 +8,7 @@
 
 #include "encore/encore.hpp"
 #include "internal.hpp"
-#include "program_cache.hpp"
+#include "core/program_cache.hpp"
 #include "test_util.hpp"
 
 using namespace encore;

@@ -89,7 +89,7 @@ TEST_P(HostInputs, SpanMayChangeOnceTheCallReturns) {
   auto f = host_step(e);
   for (uint32_t in_flight : {3u, 0u}) {  // 0: unbounded, the blocking upload
     JitOptions o = opts();
-    o.max_in_flight = in_flight;
+    o.unit.max_in_flight = in_flight;
     TinyJit jit(f, o);
     constexpr size_t n = 256;
     Buffer x = make(e.dev, seq(n, 0.f, 1.f));
