@@ -12,7 +12,7 @@ Sizes::Sizes(std::initializer_list<Size> s) {
 
 bool Sizes::uses_variable() const {
   for (uint8_t i = 0; i < n; ++i)
-    if (v[i].var()) return true;
+    if (v[i].uses_variable()) return true;
   return false;
 }
 
@@ -65,8 +65,7 @@ static std::string sizes_str(const Sizes& s) {
   for (uint8_t i = 0; i < s.n; ++i) {
     if (i) r += ",";
     const Size& z = s.v[i];
-    if (z.var()) r += (z.mul() != 1 ? std::to_string(z.mul()) + "*" : "") + z.var()->name() + (z.add() ? "+" + std::to_string(z.add()) : "");
-    else r += std::to_string(z.add());
+    r += z.str();
   }
   return r + "]";
 }

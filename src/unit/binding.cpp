@@ -42,6 +42,13 @@ void point_entry(UnitImpl& u, uint32_t e, const Buffer& b) {
 // Overflow-checked, so a wrap to a small positive size cannot pass unnoticed. Sizes are resolved
 // here at bind and at every set_var, never in the replay loop: that loop needs no check.
 static int64_t eval(const Plan& p, const SizeRef& s, const std::vector<VarValue>& vars) {
+  if (s.expr >= 0) {
+    try {
+      return eval_size(p.size_exprs[static_cast<size_t>(s.expr)], vars, p.vars);
+    } catch (const ArgumentError& e) {
+      throw ArgumentError(std::string("replay launch: ") + e.what());
+    }
+  }
   if (s.var < 0) return s.add;
   const int64_t v = vars[static_cast<size_t>(s.var)].i;
   int64_t r;
@@ -194,11 +201,17 @@ void bind_unit(UnitImpl& u) {
           }
         }
         for (uint32_t d = 0; d < st.dims; ++d)
-          for (const SizeRef* s : {&st.g[d], &st.l[d]})
-            if (s->var >= 0 && (s == &st.g[d] || st.has_local)) {
-              auto& users = b.var_sizes[static_cast<size_t>(s->var)];
+          for (const SizeRef* s : {&st.g[d], &st.l[d]}) {
+            if (s == &st.l[d] && !st.has_local) continue;
+            auto use = [&](uint32_t v) {
+              auto& users = b.var_sizes[v];
               if (users.empty() || users.back() != bi) users.push_back(bi);
-            }
+            };
+            if (s->expr >= 0)
+              for (uint32_t v : p.size_exprs[static_cast<size_t>(s->expr)].vars) use(v);
+            else if (s->var >= 0)
+              use(static_cast<uint32_t>(s->var));
+          }
         resolve_sizes(p, x, u.vars, x.ld);
         b.n_replay += pass == 0;
       } else {
