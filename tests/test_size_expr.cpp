@@ -271,9 +271,12 @@ TEST_P(SizeExprDevice, EagerEqualsReplayOverARandomSweep) {
     const std::string at = "call " + std::to_string(call) + ": n=" + std::to_string(vn) + " i=" + std::to_string(vi) + " j=" + std::to_string(vj);
     std::vector<std::string> eager_g = traced_globals((dir / "eager.json").string()), jit_g = traced_globals((dir / "jit.json").string());
     EXPECT_EQ(eager_g, jit_g) << at;
-    if (call == 0) EXPECT_EQ(eager_g.size(), 3u) << "the last block launches nothing";  // 16*((256-240)/16-1) = 0
-    if (runs_kernels())
+    if (call == 0) {
+      EXPECT_EQ(eager_g.size(), 3u) << "the last block launches nothing";  // 16*((256-240)/16-1) = 0
+    }
+    if (runs_kernels()) {
       for (int k = 0; k < 4; ++k) ASSERT_EQ(out[k].copyout<int32_t>(), want[k].copyout<int32_t>()) << at << " launch " << k;
+    }
   }
   EXPECT_EQ(jit.calls(), 40u);
   std::filesystem::remove_all(dir);
@@ -395,7 +398,9 @@ TEST_P(SizeExprDevice, SetVarChecksEveryDependentSizeBeforeCommitting) {
     dev.launch(clear, {kCells}, {}, ref);
     dev.launch(mark, {max(n, 16), min(i + 1, 4)}, {16, 1}, ref, 256, 5);
   }
-  if (runs_kernels()) EXPECT_EQ(o.copyout<int32_t>(), ref.copyout<int32_t>());
+  if (runs_kernels()) {
+    EXPECT_EQ(o.copyout<int32_t>(), ref.copyout<int32_t>());
+  }
   // the same through a TinyJit: the failing call throws, the next one replays
   auto jit = encore::TinyJit([&](const encore::Buffer& x, BoundVar) { dev.launch(mark, {max(n, 16)}, {16}, x, 1, 6); });
   for (int64_t v : {16, 32, 64}) jit(o, n.bind(v));

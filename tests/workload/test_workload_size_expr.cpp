@@ -49,7 +49,7 @@ int bench(std::vector<std::string> args, std::string* out = nullptr) {
 }  // namespace
 
 TEST(WorkloadSizeExpr, ParsesBesideTheAffineForm) {
-  wl::Workload w = wl::parse(doc(R"({"expr": "max(16*((n - i)/16 - 1), 0)"}, {"var": "n", "mul": 2, "add": 1}, 4)"));
+  wl::Workload w = wl::parse(doc(R"J({"expr": "max(16*((n - i)/16 - 1), 0)"}, {"var": "n", "mul": 2, "add": 1}, 4)J"));
   ASSERT_EQ(w.step[0].global.size(), 3u);
   const wl::SizeExpr& e = w.step[0].global[0];
   EXPECT_EQ(e.expr, "max(16*((n - i)/16 - 1), 0)");
@@ -58,34 +58,36 @@ TEST(WorkloadSizeExpr, ParsesBesideTheAffineForm) {
   EXPECT_EQ(w.step[0].global[1].mul, 2);
   EXPECT_EQ(w.step[0].global[2].add, 4);
   // local sizes take expressions too; every call's global is a multiple of its local
-  EXPECT_NO_THROW(wl::parse(doc(R"({"expr": "ceil_div(n, 16)*16"})", R"({"expr": "min(n, 16)"})")));
+  EXPECT_NO_THROW(wl::parse(doc(R"J({"expr": "ceil_div(n, 16)*16"})J", R"J({"expr": "min(n, 16)"})J")));
 }
 
 TEST(WorkloadSizeExpr, ErrorsNameTheirPath) {
   const std::string at = "step[0].global[0].expr";
-  expect_error(doc(R"({"expr": "16*((n-i)/16-1)"})"), at, "negative");  // over the ranges, as a capture would refuse
-  expect_error(doc(R"({"expr": "n +"})"), at, "position 3");
-  expect_error(doc(R"({"expr": "n * k"})"), at, "\"k\"");
-  expect_error(doc(R"({"expr": "n / (i - 3)"})"), at, "divide by zero");
-  expect_error(doc(R"({"expr": 16})"), at, "string");
-  expect_error(doc(R"({"expr": "n", "add": 1})"), "step[0].global[0].add", "unknown key");
-  expect_error(doc(R"({"expr": "n*f"})", "", R"("n": {"min": 1, "max": 8, "values": [1]}, "f": {"type": "f32", "values": [0.5]})"), at,
+  expect_error(doc(R"J({"expr": "16*((n-i)/16-1)"})J"), at, "negative");  // over the ranges, as a capture would refuse
+  expect_error(doc(R"J({"expr": "n +"})J"), at, "position 3");
+  expect_error(doc(R"J({"expr": "n * k"})J"), at, "\"k\"");
+  expect_error(doc(R"J({"expr": "n / (i - 3)"})J"), at, "divide by zero");
+  expect_error(doc(R"J({"expr": 16})J"), at, "string");
+  expect_error(doc(R"J({"expr": "n", "add": 1})J"), "step[0].global[0].add", "unknown key");
+  expect_error(doc(R"J({"expr": "n*f"})J", "", R"J("n": {"min": 1, "max": 8, "values": [1]}, "f": {"type": "f32", "values": [0.5]})J"), at,
                "float variable");
-  expect_error(doc(R"({"expr": "ceil_div(n, 16)*16"})", R"({"expr": "max(n - i, 0)"})"), "step[0].local[0].expr", "below 1");
+  expect_error(doc(R"J({"expr": "ceil_div(n, 16)*16"})J", R"J({"expr": "max(n - i, 0)"})J"), "step[0].local[0].expr", "below 1");
   // a call whose global is not a multiple of its local
-  expect_error(doc(R"({"expr": "max(n, 16)"})", R"({"expr": "min(n, 16)"})"), "step[0].global[0]", "multiple");
+  expect_error(doc(R"J({"expr": "max(n, 16)"})J", R"J({"expr": "min(n, 16)"})J"), "step[0].global[0]", "multiple");
 }
 
 TEST(WorkloadSizeExpr, RunsEagerEqualToReplay) {
   const std::string file = testing::TempDir() + "encore_wl_size_expr.json";
   {
     std::ofstream f(file);
-    f << doc(R"({"expr": "max(16*((n - i)/16 - 1), 0)"})");
+    f << doc(R"J({"expr": "max(16*((n - i)/16 - 1), 0)"})J");
   }
   std::string out;
   EXPECT_EQ(bench({"check", file, "--device", "NULL"}, &out), 0) << out;
   EXPECT_EQ(bench({"run", file, "--device", "NULL", "--calls", "8", "--rotate", "1"}, &out), 0) << out;
-  if (!encore::Device::list().empty()) EXPECT_EQ(bench({"run", file, "--calls", "12", "--rotate", "1"}, &out), 0) << out;
+  if (!encore::Device::list().empty()) {
+    EXPECT_EQ(bench({"run", file, "--calls", "12", "--rotate", "1"}, &out), 0) << out;
+  }
   std::filesystem::remove(file);
 }
 
