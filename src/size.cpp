@@ -1,6 +1,6 @@
 // encore::Size: launch sizes as literals, affine forms and small expression trees; their values,
-// ranges, text form and parser. A unit compiles them to slots (src/unit/size_ref.cpp).
-#include <cctype>
+// ranges and text form (read back by size_parse.cpp). A unit compiles them to slots
+// (src/unit/size_ref.cpp).
 #include <string>
 
 #include "encore/error.hpp"
@@ -21,8 +21,6 @@ struct SizeNode {
 }  // namespace detail
 
 namespace {
-
-constexpr uint8_t kMaxDepth = 32;
 
 const char* op_name(Size::Op op) {
   switch (op) {
@@ -200,9 +198,9 @@ Size Size::make(Op op, const Size& a, const Size& b) {
   if (op == Op::leaf) throw ArgumentError("Size::make: an operation is needed, got Op::leaf");
   if (std::optional<Size> f = fold(op, a, b)) return *f;
   const uint8_t depth = static_cast<uint8_t>(1 + std::max(a.node_ ? a.node_->depth : 0, b.node_ ? b.node_->depth : 0));
-  if (depth > kMaxDepth)
+  if (depth > detail::kSizeMaxDepth)
     throw ArgumentError("launch size expression nests " + std::to_string(depth) + " operations deep, over the limit of " +
-                        std::to_string(kMaxDepth) + " (" + std::string(op_name(op)) + " of " + a.str() + " and " + b.str() + ")");
+                        std::to_string(detail::kSizeMaxDepth) + " (" + std::string(op_name(op)) + " of " + a.str() + " and " + b.str() + ")");
   Size s;
   s.node_ = std::make_shared<const detail::SizeNode>(detail::SizeNode{op, a, b, depth});
   return s;
@@ -304,142 +302,5 @@ void size_eval_failed(const Size& s, const std::function<int64_t(const Variable&
   throw ArgumentError("launch size " + s.str() + ": evaluation failed for " + values_str(s, value));  // not reached
 }
 }  // namespace detail
-
-// ---- the text form
-
-namespace {
-
-class Parser {
- public:
-  Parser(std::string_view t, const std::vector<Variable>& vars) : t_(t), vars_(vars) {}
-
-  Size all() {
-    Size s = sum();
-    skip();
-    if (p_ != t_.size()) fail("an operator or the end");
-    return s;
-  }
-
- private:
-  std::string_view t_;
-  const std::vector<Variable>& vars_;
-  size_t p_ = 0;
-  int nest_ = 0;
-
-  [[noreturn]] void fail(const std::string& expected) const {
-    std::string found = p_ < t_.size() ? "'" + std::string(1, t_[p_]) + "'" : "the end";
-    throw ArgumentError("launch size \"" + std::string(t_) + "\": expected " + expected + " at position " + std::to_string(p_) +
-                        ", found " + found);
-  }
-  void skip() {
-    while (p_ < t_.size() && std::isspace(static_cast<unsigned char>(t_[p_]))) ++p_;
-  }
-  bool eat(char c) {
-    skip();
-    if (p_ < t_.size() && t_[p_] == c) {
-      ++p_;
-      return true;
-    }
-    return false;
-  }
-  void expect(char c) {
-    if (!eat(c)) fail(std::string("'") + c + "'");
-  }
-
-  Size sum() {
-    Size s = product();
-    for (;;) {
-      if (eat('+')) s = s + product();
-      else if (eat('-')) s = s - product();
-      else return s;
-    }
-  }
-  Size product() {
-    Size s = factor();
-    for (;;) {
-      if (eat('*')) s = s * factor();
-      else if (eat('/')) s = s / factor();
-      else return s;
-    }
-  }
-  Size factor() {
-    if (++nest_ > 2 * kMaxDepth) fail("less nesting");
-    Size s = factor_inner();
-    --nest_;
-    return s;
-  }
-  Size factor_inner() {
-    skip();
-    if (eat('-')) {
-      skip();
-      if (p_ < t_.size() && std::isdigit(static_cast<unsigned char>(t_[p_]))) return Size(number(true));  // INT64_MIN is a literal
-      return -factor();
-    }
-    if (eat('(')) {
-      Size s = sum();
-      expect(')');
-      return s;
-    }
-    if (p_ < t_.size() && std::isdigit(static_cast<unsigned char>(t_[p_]))) return Size(number(false));
-    if (p_ < t_.size() && (std::isalpha(static_cast<unsigned char>(t_[p_])) || t_[p_] == '_')) {
-      const size_t at = p_;
-      while (p_ < t_.size() && (std::isalnum(static_cast<unsigned char>(t_[p_])) || t_[p_] == '_')) ++p_;
-      const std::string_view id = t_.substr(at, p_ - at);
-      skip();
-      if (p_ < t_.size() && t_[p_] == '(') {
-        Size::Op op = id == "min" ? Size::Op::min : id == "max" ? Size::Op::max : id == "ceil_div" ? Size::Op::ceil_div
-                      : id == "floor_div"                      ? Size::Op::floor_div
-                                                               : Size::Op::leaf;
-        if (op == Size::Op::leaf) {
-          p_ = at;
-          fail("min, max, ceil_div or floor_div before '('");
-        }
-        ++p_;
-        Size a = sum();
-        expect(',');
-        Size b = sum();
-        expect(')');
-        return Size::make(op, a, b);
-      }
-      const Variable* found = nullptr;
-      for (const Variable& v : vars_)
-        if (v.name() == id) {
-          if (found && !(*found == v)) {
-            p_ = at;
-            fail("a name that one variable has (two variables are named \"" + std::string(id) + "\")");
-          }
-          found = &v;
-        }
-      if (!found) {
-        p_ = at;
-        std::string names;
-        for (const Variable& v : vars_) names += (names.empty() ? "" : ", ") + v.name();
-        fail("a variable (one of: " + (names.empty() ? std::string("none given") : names) + "), got \"" + std::string(id) + "\"");
-      }
-      return Size(*found);
-    }
-    fail("a number, a variable, '(' or '-'");
-  }
-  int64_t number(bool negative) {
-    const size_t at = p_;
-    uint64_t v = 0;
-    while (p_ < t_.size() && std::isdigit(static_cast<unsigned char>(t_[p_]))) {
-      const uint64_t digit = static_cast<uint64_t>(t_[p_] - '0');
-      if (v > (UINT64_MAX - digit) / 10) v = UINT64_MAX;
-      else v = v * 10 + digit;
-      ++p_;
-    }
-    const uint64_t limit = negative ? uint64_t{1} << 63 : static_cast<uint64_t>(INT64_MAX);
-    if (v > limit) {
-      p_ = at;
-      fail("an integer that fits int64");
-    }
-    return negative ? static_cast<int64_t>(0 - v) : static_cast<int64_t>(v);
-  }
-};
-
-}  // namespace
-
-Size Size::parse(std::string_view text, const std::vector<Variable>& vars) { return Parser(text, vars).all(); }
 
 }  // namespace encore

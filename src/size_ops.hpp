@@ -8,6 +8,9 @@
 
 namespace encore::detail {
 
+// How deep Size nests operations: bounds a unit's evaluation stack (size_ref.cpp) and the parser.
+inline constexpr uint8_t kSizeMaxDepth = 32;
+
 // a op b into *out; false on an int64 overflow or a division by zero.
 inline bool size_op(Size::Op op, int64_t a, int64_t b, int64_t* out) {
   switch (op) {

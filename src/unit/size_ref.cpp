@@ -6,8 +6,8 @@
 namespace encore::detail {
 
 namespace {
-// Size nests at most 32 operations deep, so a postfix run holds at most 33 values.
-constexpr size_t kStack = 34;
+// Size nests at most kSizeMaxDepth operations deep, so a postfix run holds at most one value more.
+constexpr size_t kStack = kSizeMaxDepth + 2;
 
 void emit(const Size& s, const std::function<uint32_t(const Variable&)>& slot, SizeProgram& p) {
   if (s.op() == Size::Op::leaf) {
