@@ -38,32 +38,36 @@ const char* op_name(Size::Op op) {
 
 bool same_var(const Variable* a, const Variable* b) { return a && b && a->state() == b->state(); }
 
-// An affine form from folded constants, or nothing when a constant does not fit int64 (the caller
-// then keeps the operation as a node, whose evaluation reports the overflow for the values hit).
-std::optional<Size> fold(Size::Op op, const Size& a, const Size& b) {
-  if (!a.is_affine() || !b.is_affine()) return std::nullopt;
+// An affine form from folded constants into *out, or false when the operands do not fold or a
+// constant does not fit int64 (the caller then keeps the operation as a node, whose evaluation
+// reports the overflow for the values hit).
+bool fold(Size::Op op, const Size& a, const Size& b, Size* out) {
+  if (!a.is_affine() || !b.is_affine()) return false;
   int64_t m, c;
   if (a.is_literal() && b.is_literal()) {
-    if (!detail::size_op(op, a.add(), b.add(), &c)) return std::nullopt;
-    return Size(c);
+    if (!detail::size_op(op, a.add(), b.add(), &c)) return false;
+    *out = Size(c);
+    return true;
   }
   switch (op) {
     case Size::Op::add:
     case Size::Op::sub: {
       const Variable* v = a.var() ? a.var() : b.var();
-      if (a.var() && b.var() && !same_var(a.var(), b.var())) return std::nullopt;
+      if (a.var() && b.var() && !same_var(a.var(), b.var())) return false;
       if (!detail::size_op(op, a.var() ? a.mul() : 0, b.var() ? b.mul() : 0, &m) || !detail::size_op(op, a.add(), b.add(), &c))
-        return std::nullopt;
-      return Size(*v, m, c);
+        return false;
+      *out = Size(*v, m, c);
+      return true;
     }
     case Size::Op::mul: {
-      if (!a.is_literal() && !b.is_literal()) return std::nullopt;
+      if (!a.is_literal() && !b.is_literal()) return false;
       const Size& lin = a.is_literal() ? b : a;
       const int64_t k = a.is_literal() ? a.add() : b.add();
-      if (__builtin_mul_overflow(lin.mul(), k, &m) || __builtin_mul_overflow(lin.add(), k, &c)) return std::nullopt;
-      return Size(*lin.var(), m, c);
+      if (__builtin_mul_overflow(lin.mul(), k, &m) || __builtin_mul_overflow(lin.add(), k, &c)) return false;
+      *out = Size(*lin.var(), m, c);
+      return true;
     }
-    default: return std::nullopt;
+    default: return false;
   }
 }
 
@@ -196,7 +200,8 @@ Size::Size(const Variable& v, int64_t mul, int64_t add) : mul_(mul), add_(add), 
 
 Size Size::make(Op op, const Size& a, const Size& b) {
   if (op == Op::leaf) throw ArgumentError("Size::make: an operation is needed, got Op::leaf");
-  if (std::optional<Size> f = fold(op, a, b)) return *f;
+  Size folded;
+  if (fold(op, a, b, &folded)) return folded;
   const uint8_t depth = static_cast<uint8_t>(1 + std::max(a.node_ ? a.node_->depth : 0, b.node_ ? b.node_->depth : 0));
   if (depth > detail::kSizeMaxDepth)
     throw ArgumentError("launch size expression nests " + std::to_string(depth) + " operations deep, over the limit of " +
@@ -232,6 +237,11 @@ void Size::variables(std::vector<Variable>& out) const {
 int64_t Size::eval() const {
   if (!var_ && !node_) return add_;
   auto value = [](const Variable& v) { return detail::var_value(*v.state()).i; };
+  if (!node_) {  // the affine form: one lookup, no tree walk
+    int64_t r;
+    if (!__builtin_mul_overflow(mul_, value(*var_), &r) && !__builtin_add_overflow(r, add_, &r)) return r;
+    eval_failed(*this, *this, value);
+  }
   int64_t r = 0;
   const Size* bad = nullptr;
   if (!eval_with(*this, value, &r, &bad)) eval_failed(*this, *bad, value);

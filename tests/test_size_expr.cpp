@@ -335,6 +335,10 @@ TEST_P(SizeExprDevice, ExpressionsThatValuesInTheRangesBreakAreCaptureErrors) {
   expect_capture_error({n / (i - 5)}, {}, {"n/(i-5)", "divide by zero", "i in [0, 100]"});
   expect_capture_error({min(n * Size(INT64_MAX / 60), 64)}, {}, {"overflow"});  // 64 for n = 50, overflows for n = 100
   expect_capture_error({Size(64)}, {max(n - i - 24, 0)}, {"local", "below 1"});  // 16 for n = 50, i = 10
+  // the same through a TinyJit: its capture (call 1) refuses it
+  auto jit = encore::TinyJit([&](const encore::Buffer& x, BoundVar, BoundVar) { dev.launch(mark, {16 * ((n - i) / 16 - 1)}, {}, x, 1, 1); });
+  jit(o, n.bind(50), i.bind(10));
+  EXPECT_THROW(jit(o, n.bind(50), i.bind(10)), JitError);
   // clamped, the same launches capture and replay
   n.bind(50);
   i.bind(10);

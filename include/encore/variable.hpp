@@ -203,4 +203,20 @@ ENCORE_API Size ceil_div(const Size& a, const Size& b);
 ENCORE_API Size min(const Size& a, const Size& b);
 ENCORE_API Size max(const Size& a, const Size& b);
 
+// The affine forms built inline (a launch often builds its sizes each call); the same results as
+// the general operators above, which take over where a constant would not fit int64.
+inline Size operator*(const Variable& v, int64_t m) { return Size(v, m, 0); }
+inline Size operator*(int64_t m, const Variable& v) { return Size(v, m, 0); }
+inline Size operator+(const Variable& v, int64_t a) { return Size(v, 1, a); }
+inline Size operator+(const Size& s, int64_t a) {
+  int64_t r;
+  if (!s.is_affine() || __builtin_add_overflow(s.add(), a, &r)) return Size::make(Size::Op::add, s, Size(a));
+  return s.var() ? Size(*s.var(), s.mul(), r) : Size(r);
+}
+inline Size operator-(const Size& s, int64_t a) {
+  int64_t r;
+  if (!s.is_affine() || __builtin_sub_overflow(s.add(), a, &r)) return Size::make(Size::Op::sub, s, Size(a));
+  return s.var() ? Size(*s.var(), s.mul(), r) : Size(r);
+}
+
 }  // namespace encore
