@@ -116,6 +116,7 @@ typedef struct encore_capture_t* encore_capture;   /* an explicit capture in pro
 typedef struct encore_unit_t* encore_unit;         /* a captured step, ready to replay */
 typedef struct encore_jit_t* encore_jit;           /* a TinyJit over a C step callback */
 typedef struct encore_event_t* encore_event;       /* completion of enqueued work */
+typedef struct encore_size_expr_t* encore_size_expr; /* a launch-size expression over variables */
 
 /* Element types (values start at 1: 0 is "none / default").
  * ENCORE_BOOL: 1 byte (0 or 1); kernels take such buffers as uchar* or char*.
@@ -269,21 +270,39 @@ typedef struct encore_arg {
   } value;
 } encore_arg;
 
-/* A launch size affine in an integer variable: mul * var + add (var NULL: the literal `add`). A
- * value for which it overflows int64 is ENCORE_ERROR_INVALID_ARGUMENT (eagerly, and when a unit's
- * variable is bound), never a wrapped size. */
+/* A launch size affine in an integer variable: mul * var + add (var NULL: the literal `add`), or,
+ * when `expr` is set (and var is NULL), that expression. Build one with encore_size_of,
+ * encore_size_affine or encore_size_of_expr (or zero-initialise it): a garbage `expr` is an
+ * ENCORE_ERROR_INVALID_HANDLE. A value for which it overflows int64 or
+ * divides by zero is ENCORE_ERROR_INVALID_ARGUMENT (eagerly, and when a unit's variable is bound),
+ * never a wrapped size. */
 typedef struct encore_size {
   encore_variable var;
   int64_t mul;
   int64_t add;
+  encore_size_expr expr; /* NULL: the affine form */
 } encore_size;
+
+/* Reads a launch-size expression over `vars` (named by their names): integers, + - *, / (floor
+ * division), parentheses, min(a,b) max(a,b) ceil_div(a,b) floor_div(a,b), e.g. "16*((n-i)/16-1)".
+ * A syntax error or an unknown name is ENCORE_ERROR_INVALID_ARGUMENT naming the position. A capture
+ * checks it over the variables' ranges: one that may overflow, divide by zero, be negative (global)
+ * or below 1 (local) is an error when the capture ends. The expression keeps its variables alive. */
+ENCORE_C_API encore_status encore_size_expr_parse(const char* text, const encore_variable* vars, size_t num_vars,
+                                                  encore_size_expr* out);
+/* Its bounds over its variables' ranges (ENCORE_ERROR_INVALID_ARGUMENT when it may overflow or
+ * divide by zero), and its value with each variable's current value on this thread. */
+ENCORE_C_API encore_status encore_size_expr_range(encore_size_expr expr, int64_t* lo, int64_t* hi);
+ENCORE_C_API encore_status encore_size_expr_eval(encore_size_expr expr, int64_t* value);
+/* Releases this handle (sizes already launched or captured keep what they need). */
+ENCORE_C_API encore_status encore_size_expr_destroy(encore_size_expr expr);
 
 /* Launches `kernel` eagerly on `dev` (recorded when a capture is active on this thread). `dims`
  * is 1..3; `local` may be NULL to let encore choose; num_args must be the kernel's argument count.
  * Enum fields of args (kind, value.variable.as) holding no enumerator are ENCORE_ERROR_INVALID_ARGUMENT. */
 ENCORE_C_API encore_status encore_launch(encore_device dev, encore_kernel kernel, const size_t* global,
                                          const size_t* local, size_t dims, const encore_arg* args, size_t num_args);
-/* The same with sizes affine in variables and an optional item name (NULL: the kernel's). */
+/* The same with sizes affine in variables or expressions and an optional item name (NULL: the kernel's). */
 ENCORE_C_API encore_status encore_launch_sized(encore_device dev, encore_kernel kernel, const encore_size* global,
                                                const encore_size* local, size_t dims, const encore_arg* args,
                                                size_t num_args, const char* name);
@@ -498,10 +517,11 @@ static inline encore_arg encore_arg_variable_as(encore_variable v, encore_dtype 
   encore_arg a; a.kind = ENCORE_ARG_VARIABLE; a.value.variable.var = v; a.value.variable.as = as; return a;
 }
 static inline encore_arg encore_arg_local(size_t bytes) { encore_arg a; a.kind = ENCORE_ARG_LOCAL_BYTES; a.value.local_bytes = bytes; return a; }
-static inline encore_size encore_size_of(size_t n) { encore_size s; s.var = NULL; s.mul = 0; s.add = (int64_t)n; return s; }
+static inline encore_size encore_size_of(size_t n) { encore_size s; s.var = NULL; s.mul = 0; s.add = (int64_t)n; s.expr = NULL; return s; }
 static inline encore_size encore_size_affine(encore_variable v, int64_t mul, int64_t add) {
-  encore_size s; s.var = v; s.mul = mul; s.add = add; return s;
+  encore_size s; s.var = v; s.mul = mul; s.add = add; s.expr = NULL; return s;
 }
+static inline encore_size encore_size_of_expr(encore_size_expr e) { encore_size s; s.var = NULL; s.mul = 0; s.add = 0; s.expr = e; return s; }
 
 #ifdef __cplusplus
 }  /* extern "C" */

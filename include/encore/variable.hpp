@@ -21,11 +21,14 @@
 // Variable and bind it concurrently. An ExecutionUnit keeps its own values (bind_var / update).
 #include <concepts>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "encore/dtype.hpp"
 #include "encore/export.hpp"
@@ -34,7 +37,10 @@ namespace encore {
 
 enum class VarType : uint8_t { i64, f32, f64 };
 
-namespace detail { struct VarState; }
+namespace detail {
+struct VarState;
+struct SizeNode;
+}  // namespace detail
 
 struct BoundVar;
 class Size;
@@ -123,32 +129,97 @@ struct Variable::As {
   DType type;
 };
 
-// A launch size: a literal, or mul * var + add for an integer Variable.
-//   Size s = pos * 4 + 1;
+// A launch size: a literal, mul * var + add for an integer Variable, or a small integer
+// expression of those with + - *, floor and ceiling division, min and max.
+//   Size s = pos * 4 + 1;                        // the affine form: literals fold into it
+//   Size rows = 16 * ((n - i) / 16 - 1);         // '/' is floor division (rounds toward -inf)
+//   Size g = ceil_div(n, 64) * 64, w = min(n, Size(256));
+//   Size p = Size::parse("16*((n-i)/16-1)", {n, i});
+// Values are computed with int64 arithmetic that never wraps: an overflow or a division by zero
+// is an ArgumentError naming the expression when it is evaluated (at an eager launch, and in an
+// ExecutionUnit when it is bound or a variable changes: never inside replay). A capture checks
+// every expression that is not affine over its Variables' whole ranges (interval arithmetic): one
+// that may overflow, divide by zero, be negative (a global size; 0 is an empty launch, as in eager
+// work) or be below 1 (a local size) for some values in those ranges is a JitError at capture.
+// Clamp with max(expr, 0) or narrow the ranges. An affine size is checked for the value bound.
 class ENCORE_API Size {
  public:
+  enum class Op : uint8_t { leaf, add, sub, mul, floor_div, ceil_div, min, max };
+  // Bounds of a size over its variables' ranges: lo <= value <= hi.
+  struct Range {
+    int64_t lo = 0, hi = 0;
+  };
+
   Size() = default;
   // Any integral literal converts implicitly (int, uint32_t, size_t, long long, ...). An unsigned
   // value above INT64_MAX becomes negative and is rejected as a negative size at launch.
   template <std::integral T> Size(T v) : add_(static_cast<int64_t>(v)) {}  // NOLINT
-  Size(const Variable& v, int64_t mul = 1, int64_t add = 0);
+  Size(const Variable& v, int64_t mul = 1, int64_t add = 0);  // NOLINT: a Variable is a size
+  // `op` over a and b (not leaf). Literals and affine forms of one variable fold where the folded
+  // constants fit int64; otherwise a node is kept. ArgumentError past 32 levels of nesting.
+  static Size make(Op op, const Size& a, const Size& b);
+  // Reads the text form (what str() writes): integers, the names of `vars`, + - * / (floor),
+  // parentheses, min(a,b) max(a,b) ceil_div(a,b) floor_div(a,b). ArgumentError naming the
+  // position on a syntax error or an unknown name.
+  static Size parse(std::string_view text, const std::vector<Variable>& vars);
+
+  Op op() const;
+  // leaf: var (null for a literal), mul and add; an operation: var() null, mul() 0, add() 0
   int64_t mul() const { return mul_; }
   int64_t add() const { return add_; }
   const Variable* var() const { return var_ ? &*var_ : nullptr; }
-  // Value with the variable's current value on this thread (or the given one). ArgumentError when
-  // mul * value + add overflows int64.
+  // an operation's operands (ArgumentError on a leaf)
+  const Size& lhs() const;
+  const Size& rhs() const;
+  bool is_literal() const { return !var_ && !node_; }
+  bool is_affine() const { return !node_; }
+  bool uses_variable() const { return var_ || node_; }
+  // Every variable it uses, once each, in order of first appearance.
+  void variables(std::vector<Variable>& out) const;
+
+  // Value with the variables' current values on this thread. ArgumentError on an int64 overflow
+  // or a division by zero.
   int64_t eval() const;
+  // Value with every variable it uses at `var_value` (meant for sizes of one variable).
   int64_t eval(int64_t var_value) const;
+  // Over the variables' ranges; ArgumentError when some values in them overflow or divide by zero.
+  Range range() const;
+  // The text form, e.g. "16*((n-i)/16-1)"; names come from `name` when given.
+  std::string str() const;
+  std::string str(const std::function<std::string(const Variable&)>& name) const;
+  // Same form, same constants, same variables (by identity).
+  bool operator==(const Size& o) const;
 
  private:
   int64_t mul_ = 0, add_ = 0;
   std::optional<Variable> var_;
+  std::shared_ptr<const detail::SizeNode> node_;
 };
 
+ENCORE_API Size operator+(const Size& a, const Size& b);
+ENCORE_API Size operator-(const Size& a, const Size& b);
+ENCORE_API Size operator*(const Size& a, const Size& b);
+ENCORE_API Size operator/(const Size& a, const Size& b);  // floor division
+ENCORE_API Size operator-(const Size& a);
+ENCORE_API Size floor_div(const Size& a, const Size& b);
+ENCORE_API Size ceil_div(const Size& a, const Size& b);
+ENCORE_API Size min(const Size& a, const Size& b);
+ENCORE_API Size max(const Size& a, const Size& b);
+
+// The affine forms built inline (a launch often builds its sizes each call); the same results as
+// the general operators above, which take over where a constant would not fit int64.
 inline Size operator*(const Variable& v, int64_t m) { return Size(v, m, 0); }
 inline Size operator*(int64_t m, const Variable& v) { return Size(v, m, 0); }
 inline Size operator+(const Variable& v, int64_t a) { return Size(v, 1, a); }
-inline Size operator+(const Size& s, int64_t a) { return s.var() ? Size(*s.var(), s.mul(), s.add() + a) : Size(s.add() + a); }
-inline Size operator-(const Size& s, int64_t a) { return s + (-a); }
+inline Size operator+(const Size& s, int64_t a) {
+  int64_t r;
+  if (!s.is_affine() || __builtin_add_overflow(s.add(), a, &r)) return Size::make(Size::Op::add, s, Size(a));
+  return s.var() ? Size(*s.var(), s.mul(), r) : Size(r);
+}
+inline Size operator-(const Size& s, int64_t a) {
+  int64_t r;
+  if (!s.is_affine() || __builtin_sub_overflow(s.add(), a, &r)) return Size::make(Size::Op::sub, s, Size(a));
+  return s.var() ? Size(*s.var(), s.mul(), r) : Size(r);
+}
 
 }  // namespace encore

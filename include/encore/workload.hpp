@@ -79,11 +79,14 @@ struct VariableSpec {
   size_t size() const { return type == VarType::i64 ? ivalues.size() : fvalues.size(); }
 };
 
-// m·var + a, or the literal a when var < 0.
+// m·var + a, or the literal a when var < 0; or, when `expr` is set, that expression's text (the
+// form encore::Size::parse reads) over the variables `vars` (their indexes, each once).
 struct SizeExpr {
   int var = -1;
   int64_t mul = 1, add = 0;
-  int64_t eval(int64_t v) const { return var < 0 ? add : mul * v + add; }
+  std::string expr;
+  std::vector<int> vars;
+  int64_t eval(int64_t v) const { return var < 0 ? add : mul * v + add; }  // the affine form
 };
 
 struct ArgSpec {

@@ -73,6 +73,7 @@ const char* kind_name(Kind k) {
     case Kind::unit: return "encore_unit";
     case Kind::jit: return "encore_jit";
     case Kind::event: return "encore_event";
+    case Kind::size_expr: return "encore_size_expr";
   }
   return "encore handle";
 }
@@ -229,6 +230,10 @@ std::string str_or_empty(const char* s) { return s ? std::string(s) : std::strin
 
 // A launch size from the C form.
 Size to_size(const encore_size& s, const char* what) {
+  if (s.expr) {
+    if (s.var) fail(ENCORE_ERROR_INVALID_ARGUMENT, std::string(what) + ": a size with an expr has no var (set var to NULL)");
+    return get<SizeExprObj>(s.expr, what)->size;
+  }
   if (!s.var) return Size(s.add);
   auto v = get<VariableObj>(s.var, what);
   if (v->var.is_float())
@@ -586,6 +591,39 @@ encore_status encore_variable_create_f64(const char* name, double min, double ma
 }
 
 encore_status encore_variable_destroy(encore_variable var) { return destroy<VariableObj>(__func__, var); }
+
+// ---- size expressions
+
+encore_status encore_size_expr_parse(const char* text, const encore_variable* vars, size_t num_vars, encore_size_expr* out) {
+  return guard(__func__, [&] {
+    need(out, "out");
+    *out = nullptr;
+    need(text, "text");
+    if (num_vars) need(vars, "vars");
+    std::vector<Variable> vs;
+    for (size_t i = 0; i < num_vars; ++i) vs.push_back(get_at<VariableObj>(vars[i], "vars", i)->var);
+    put(std::make_shared<SizeExprObj>(Size::parse(text, vs)), out);
+  });
+}
+
+encore_status encore_size_expr_range(encore_size_expr expr, int64_t* lo, int64_t* hi) {
+  return guard(__func__, [&] {
+    need(lo, "lo");
+    need(hi, "hi");
+    Size::Range r = get<SizeExprObj>(expr, "expr")->size.range();
+    *lo = r.lo;
+    *hi = r.hi;
+  });
+}
+
+encore_status encore_size_expr_eval(encore_size_expr expr, int64_t* value) {
+  return guard(__func__, [&] {
+    need(value, "value");
+    *value = get<SizeExprObj>(expr, "expr")->size.eval();
+  });
+}
+
+encore_status encore_size_expr_destroy(encore_size_expr expr) { return destroy<SizeExprObj>(__func__, expr); }
 
 encore_status encore_variable_bind_int(encore_variable var, int64_t value, encore_bound_var* out) {
   return guard(__func__, [&] {

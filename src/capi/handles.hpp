@@ -21,7 +21,7 @@
 
 namespace encore::capi {
 
-enum class Kind : uint8_t { device = 1, buffer, program, kernel, variable, capture, unit, jit, event };
+enum class Kind : uint8_t { device = 1, buffer, program, kernel, variable, capture, unit, jit, event, size_expr };
 const char* kind_name(Kind k);  // "encore_buffer"
 
 struct Object {
@@ -60,6 +60,7 @@ struct BufferObj : Object { Buffer buf; };
 struct ProgramObj : Object { Program prog; };
 struct KernelObj : Object { Kernel kernel; };
 struct VariableObj : Object { Variable var; explicit VariableObj(Variable v) : var(std::move(v)) {} };
+struct SizeExprObj : Object { Size size; explicit SizeExprObj(Size s) : size(std::move(s)) {} };
 struct CaptureObj : Object { std::unique_ptr<Capture> cap; };
 struct UnitObj : Object { ExecutionUnit unit; };
 // Completion of enqueued work: complete when all parts are (no parts: complete already).
@@ -72,6 +73,7 @@ template <> struct KindOf<BufferObj> { static constexpr Kind k = Kind::buffer; u
 template <> struct KindOf<ProgramObj> { static constexpr Kind k = Kind::program; using H = encore_program; };
 template <> struct KindOf<KernelObj> { static constexpr Kind k = Kind::kernel; using H = encore_kernel; };
 template <> struct KindOf<VariableObj> { static constexpr Kind k = Kind::variable; using H = encore_variable; };
+template <> struct KindOf<SizeExprObj> { static constexpr Kind k = Kind::size_expr; using H = encore_size_expr; };
 template <> struct KindOf<CaptureObj> { static constexpr Kind k = Kind::capture; using H = encore_capture; };
 template <> struct KindOf<UnitObj> { static constexpr Kind k = Kind::unit; using H = encore_unit; };
 template <> struct KindOf<JitObj> { static constexpr Kind k = Kind::jit; using H = encore_jit; };

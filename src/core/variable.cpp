@@ -153,20 +153,4 @@ Variable::As Variable::as(DType t) const {
   return As{*this, t};
 }
 
-Size::Size(const Variable& v, int64_t mul, int64_t add) : mul_(mul), add_(add), var_(v) {
-  if (v.is_float()) throw ArgumentError("Variable \"" + v.name() + "\" is a float variable: it cannot be a launch size");
-}
-
-int64_t Size::eval() const { return var_ ? eval(detail::var_value(*var_->state()).i) : add_; }
-
-int64_t Size::eval(int64_t var_value) const {
-  int64_t r;
-  if (__builtin_mul_overflow(mul_, var_value, &r) || __builtin_add_overflow(r, add_, &r)) {
-    std::string v = var_ ? var_->name() : "var";
-    throw ArgumentError("launch size " + std::to_string(mul_) + " * " + v + " + " + std::to_string(add_) + " overflows int64 for " + v +
-                        " = " + std::to_string(var_value) + " (choose a smaller value or tighter variable bounds)");
-  }
-  return r;
-}
-
 }  // namespace encore

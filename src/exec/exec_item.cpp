@@ -12,7 +12,7 @@ Sizes::Sizes(std::initializer_list<Size> s) {
 
 bool Sizes::uses_variable() const {
   for (uint8_t i = 0; i < n; ++i)
-    if (v[i].var()) return true;
+    if (v[i].uses_variable()) return true;
   return false;
 }
 

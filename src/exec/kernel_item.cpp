@@ -30,8 +30,7 @@ std::string sizes_str(const Sizes& s) {
   for (uint8_t i = 0; i < s.n; ++i) {
     if (i) r += ",";
     const Size& z = s.v[i];
-    if (z.var()) r += (z.mul() != 1 ? std::to_string(z.mul()) + "*" : "") + z.var()->name() + (z.add() ? "+" + std::to_string(z.add()) : "");
-    else r += std::to_string(z.add());
+    r += z.str();
   }
   return r + "]";
 }
@@ -91,11 +90,17 @@ void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) 
     }
   }
   for (uint32_t d = 0; d < st.dims; ++d)
-    for (const SizeRef* s : {&st.g[d], &st.l[d]})
-      if (s->var >= 0 && (s == &st.g[d] || st.has_local)) {
-        auto& users = b.var_sizes[static_cast<size_t>(s->var)];
+    for (const SizeRef* s : {&st.g[d], &st.l[d]}) {
+      if (s == &st.l[d] && !st.has_local) continue;
+      auto use = [&](uint32_t v) {
+        auto& users = b.var_sizes[v];
         if (users.empty() || users.back() != c.bound) users.push_back(c.bound);
-      }
+      };
+      if (s->expr >= 0)
+        for (uint32_t v : p.size_exprs[static_cast<size_t>(s->expr)].vars) use(v);
+      else if (s->var >= 0)
+        use(static_cast<uint32_t>(s->var));
+    }
   resolve_sizes(p, x, c.u.vars, x.ld);
 }
 

@@ -61,7 +61,9 @@ CallRecord summarize_call(const std::vector<ExecItem>& items, const std::vector<
     r.bufs.push_back(seen(b));
     r.args.push_back(a);
   };
-  auto size_of = [](const Size& s) { return SeenSize{s.var() ? s.var()->state() : nullptr, s.mul(), s.add()}; };
+  auto size_of = [](const Size& s) {
+    return s.is_affine() ? SeenSize{s.var() ? s.var()->state() : nullptr, s.mul(), s.add(), Size()} : SeenSize{nullptr, 0, 0, s};
+  };
   std::vector<Operand> ops;
   for (const ExecItem& it : items) {
     SeenItem si;
@@ -147,6 +149,7 @@ std::vector<std::pair<uint32_t, uint32_t>> align_items(const std::vector<SeenIte
 namespace {
 
 std::string size_str(const SeenSize& s) {
+  if (!s.expr.is_affine()) return s.expr.str([](const Variable& v) { return "\"" + v.name() + "\""; });
   if (!s.var) return std::to_string(s.add);
   std::string v = "\"" + s.var->name + "\"";
   if (s.mul != 1) v = std::to_string(s.mul) + "*" + v;

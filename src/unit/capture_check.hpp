@@ -39,6 +39,7 @@ struct SeenBuf {
 struct SeenSize {
   const VarState* var = nullptr;
   int64_t mul = 0, add = 0;
+  Size expr;  // a size that is not affine (compared by form); a literal 0 otherwise
   bool operator==(const SeenSize&) const = default;
 };
 

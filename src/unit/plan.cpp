@@ -309,7 +309,17 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
     }
     return it->second;
   };
-  auto size_ref = [&](const Size& s) { return SizeRef{s.var() ? static_cast<int32_t>(var_slot(*s.var())) : -1, s.mul(), s.add()}; };
+  // An expression that is not affine is checked over its variables' whole ranges here: a value
+  // it may take that no launch accepts is refused at capture, not at a later bind.
+  auto size_ref = [&](const ExecItem& it, const Size& s, bool local, uint32_t d) {
+    if (s.is_affine()) return SizeRef{s.var() ? static_cast<int32_t>(var_slot(*s.var())) : -1, s.mul(), s.add(), -1};
+    check_size_range(s, local, "capture: kernel " + it.kernel.name() + ", " + (local ? "local" : "global") + " size in dimension " +
+                                   std::to_string(d));
+    u.size_exprs.push_back(compile_size(s, var_slot));
+    SizeRef r;
+    r.expr = static_cast<int32_t>(u.size_exprs.size() - 1);
+    return r;
+  };
   for (uint32_t i = 0; i < n; ++i) {
     const ExecItem& it = u.items[i];
     PlanStep& st = u.steps[i];
@@ -319,8 +329,8 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
     st.dims = it.global.n;
     st.has_local = !it.local.empty();
     for (uint32_t d = 0; d < st.dims; ++d) {
-      st.g[d] = size_ref(it.global.v[d]);
-      if (st.has_local) st.l[d] = size_ref(it.local.v[d]);
+      st.g[d] = size_ref(it, it.global.v[d], false, d);
+      if (st.has_local) st.l[d] = size_ref(it, it.local.v[d], true, d);
     }
   }
 

@@ -13,16 +13,11 @@
 #include "encore/execution_unit.hpp"
 #include "exec/enqueue.hpp"
 #include "internal.hpp"
+#include "unit/size_ref.hpp"
 
 namespace encore::detail {
 
 inline bool has(Access a, Access bit) { return (static_cast<uint8_t>(a) & static_cast<uint8_t>(bit)) != 0; }
-
-// A launch size as mul * variable + add (var -1: the literal add).
-struct SizeRef {
-  int32_t var = -1;
-  int64_t mul = 0, add = 0;
-};
 
 // An item's use of an entry, one per operand (the buffers an item touches, src/exec/kind.hpp),
 // computed once by the plan for pruning, planning, sync and the binding.
@@ -84,6 +79,7 @@ struct Plan {
   std::vector<bool> slot_written;
   std::vector<Variable> vars;                      // in order of first use
   std::vector<VarValue> var_init;                  // their values at capture
+  std::vector<SizeProgram> size_exprs;             // launch sizes that are not affine (SizeRef::expr)
   struct Arena {
     std::shared_ptr<DeviceImpl> dev;
     uint64_t bytes = 0;

@@ -255,14 +255,76 @@ struct Parser {
     return v;
   }
 
-  SizeExpr size_expr(const JNode& n, const std::string& path) {
+  // The variables as encore::Variables, for reading and checking expression sizes.
+  const std::vector<Variable>& size_vars() {
+    if (size_vars_.size() != w.variables.size()) {
+      size_vars_.clear();
+      for (const VariableSpec& v : w.variables)
+        size_vars_.push_back(v.type == VarType::i64 ? Variable(v.name, v.min, v.max) : Variable::f64(v.name, v.fmin, v.fmax));
+    }
+    return size_vars_;
+  }
+  std::vector<Variable> size_vars_;
+
+  // Call `call` binds values[call % len] of each variable.
+  int64_t size_value(const SizeExpr& e, size_t call, const std::string& path) {
+    if (e.expr.empty()) return e.var < 0 ? e.add : e.eval(w.variables[e.var].ivalues[call % w.variables[e.var].ivalues.size()]);
+    std::vector<BoundVar> vals;
+    for (int k : e.vars) {
+      const VariableSpec& v = w.variables[k];
+      const int64_t x = v.ivalues[call % v.ivalues.size()];
+      vals.push_back(BoundVar{size_vars()[k], x, static_cast<double>(x)});
+    }
+    BindingScope scope(vals);
+    try {
+      return Size::parse(e.expr, size_vars()).eval();
+    } catch (const ArgumentError& err) {
+      fail(path, std::string(err.what()) + " (call " + std::to_string(call) + ")");
+    }
+  }
+
+  // One full cycle of the variables `e` uses.
+  size_t size_cycle(const SizeExpr& e, size_t cycle) {
+    if (e.var >= 0) return std::min<size_t>(std::lcm(cycle, w.variables[e.var].ivalues.size()), 1 << 20);
+    for (int k : e.vars) cycle = std::min<size_t>(std::lcm(cycle, w.variables[k].ivalues.size()), 1 << 20);
+    return cycle;
+  }
+
+  SizeExpr size_expr(const JNode& n, const std::string& path, bool local) {
     SizeExpr e;
     if (n.kind == JNode::Kind::number) {
       e.add = as_int(n, path, 0, INT64_MAX);
       return e;
     }
-    if (n.kind != JNode::Kind::object) fail(path, std::string("a size is an integer or {\"var\", \"mul\", \"add\"}, got ") + kind_name(n.kind));
+    if (n.kind != JNode::Kind::object)
+      fail(path, std::string("a size is an integer, {\"var\", \"mul\", \"add\"} or {\"expr\": \"...\"}, got ") + kind_name(n.kind));
     Obj o(n, path);
+    if (const JNode* x = o.opt("expr")) {
+      e.expr = as_string(*x, o.at("expr"));
+      o.done("expr");
+      Size s;
+      try {
+        s = Size::parse(e.expr, size_vars());
+        std::vector<Variable> used;
+        s.variables(used);
+        for (const Variable& v : used) e.vars.push_back(w.find_variable(v.name()));
+        // what a capture refuses makes the file invalid (a float variable is refused by Size itself)
+        if (!s.is_affine()) {
+          Size::Range r = s.range();
+          if (r.lo < (local ? 1 : 0))
+            fail(o.at("expr"), "may be " + std::string(local ? "below 1" : "negative") + " (as low as " + std::to_string(r.lo) +
+                                   ") for values in its variables' ranges (min, max); clamp it with max(..., " + (local ? "1" : "0") +
+                                   ") or narrow the ranges");
+        }
+      } catch (const ArgumentError& err) {
+        fail(o.at("expr"), err.what());
+      }
+      for (size_t call = 0, cycle = size_cycle(e, 1); call < cycle; ++call) {
+        const int64_t r = size_value(e, call, o.at("expr"));
+        if (r < 0) fail(o.at("expr"), "is negative (" + std::to_string(r) + ") in call " + std::to_string(call));
+      }
+      return e;
+    }
     e.var = variable_ref(o.req("var"), o.at("var"));
     if (w.variables[e.var].type != VarType::i64)
       fail(o.at("var"), "float variable " + quote(w.variables[e.var].name) + " cannot be used in a size");
@@ -278,11 +340,11 @@ struct Parser {
     return e;
   }
 
-  std::vector<SizeExpr> sizes(const JNode& n, const std::string& path) {
+  std::vector<SizeExpr> sizes(const JNode& n, const std::string& path, bool local) {
     const auto& a = as_array(n, path);
     if (a.empty() || a.size() > 3) fail(path, "needs 1 to 3 dimensions");
     std::vector<SizeExpr> r;
-    for (size_t k = 0; k < a.size(); ++k) r.push_back(size_expr(a[k], index(path, k)));
+    for (size_t k = 0; k < a.size(); ++k) r.push_back(size_expr(a[k], index(path, k), local));
     return r;
   }
 
@@ -291,14 +353,10 @@ struct Parser {
   void check_multiples(const ItemSpec& it, const std::string& path) {
     size_t cycle = 1;
     for (const auto* v : {&it.global, &it.local})
-      for (const SizeExpr& e : *v)
-        if (e.var >= 0) cycle = std::min<size_t>(std::lcm(cycle, w.variables[e.var].ivalues.size()), 1 << 20);
+      for (const SizeExpr& e : *v) cycle = size_cycle(e, cycle);
     for (size_t call = 0; call < cycle; ++call)
       for (size_t d = 0; d < it.global.size(); ++d) {
-        auto val = [&](const SizeExpr& e) {
-          return e.var < 0 ? e.add : e.eval(w.variables[e.var].ivalues[call % w.variables[e.var].ivalues.size()]);
-        };
-        int64_t g = val(it.global[d]), l = val(it.local[d]);
+        int64_t g = size_value(it.global[d], call, index(child(path, "global"), d)), l = size_value(it.local[d], call, index(child(path, "local"), d));
         if (l != 0 && g % l != 0)
           fail(index(child(path, "global"), d), "global size " + std::to_string(g) + " is not a multiple of the local size " +
                                                     std::to_string(l) + " (call " + std::to_string(call) + ")");
@@ -446,14 +504,14 @@ struct Parser {
     if (it.program < 0) fail(o.at("launch"), "unknown program " + quote(prog));
     const auto& args = as_array(o.req("args"), o.at("args"));
     for (size_t k = 0; k < args.size(); ++k) it.args.push_back(arg(args[k], index(o.at("args"), k)));
-    it.global = sizes(o.req("global"), o.at("global"));
+    it.global = sizes(o.req("global"), o.at("global"), false);
     if (const JNode* l = o.opt("local")) {
-      it.local = sizes(*l, o.at("local"));
+      it.local = sizes(*l, o.at("local"), true);
       // A work-group of 0 items is meaningless (and OpenCL rejects it): local sizes must be > 0.
       for (size_t d = 0; d < it.local.size(); ++d) {
         const SizeExpr& e = it.local[d];
-        if (e.var < 0 ? e.add == 0 : std::count_if(w.variables[e.var].ivalues.begin(), w.variables[e.var].ivalues.end(), [&](int64_t v) { return e.eval(v) == 0; }))
-          fail(index(o.at("local"), d), "a local size must be > 0");
+        for (size_t call = 0, cycle = size_cycle(e, 1); call < cycle; ++call)
+          if (size_value(e, call, index(o.at("local"), d)) == 0) fail(index(o.at("local"), d), "a local size must be > 0");
       }
       if (it.local.size() != it.global.size())
         fail(o.at("local"), "has " + std::to_string(it.local.size()) + " dimensions, global " + std::to_string(it.global.size()));

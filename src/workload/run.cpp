@@ -83,7 +83,8 @@ class Runner {
         s.n = static_cast<uint8_t>(e.size());
         for (size_t d = 0; d < e.size(); ++d) {
           if (e[d].var >= 0) used_var[e[d].var] = true;
-          s.v[d] = e[d].var < 0 ? Size(e[d].add) : Size(vars_[e[d].var], e[d].mul, e[d].add);
+          for (int k : e[d].vars) used_var[k] = true;
+          s.v[d] = !e[d].expr.empty() ? Size::parse(e[d].expr, vars_) : e[d].var < 0 ? Size(e[d].add) : Size(vars_[e[d].var], e[d].mul, e[d].add);
         }
         return s;
       };

@@ -190,6 +190,14 @@ class Saver {
   std::string var_name(size_t slot) { return "@v" + std::to_string(slot) + "@"; }
 
   std::string size_json(const Size& s, const std::string& path) {
+    if (!s.is_affine()) {
+      // names inside the text are placeholders too, resolved unquoted (variables() makes them identifiers)
+      return "{\"expr\": \"" + s.str([&](const Variable& v) {
+        size_t slot = unit_.variable_slot(v);
+        expr_slots_.insert(slot);
+        return "@x" + std::to_string(slot) + "@";
+      }) + "\"}";
+    }
     if (!s.var()) {
       if (s.add() < 0) fail(path, "negative size " + std::to_string(s.add()));
       return std::to_string(s.add());
@@ -358,7 +366,9 @@ class Saver {
       }
       size_t j = s.find('@', i + 1);
       std::string k = s.substr(i + 1, j - i - 1);
-      r += k[0] == 'v' ? quote(var_names_.at(std::stoul(k.substr(1)))) : quote(bufs_.at(std::stoul(k)).name);
+      r += k[0] == 'v'   ? quote(var_names_.at(std::stoul(k.substr(1))))
+           : k[0] == 'x' ? var_names_.at(std::stoul(k.substr(1)))
+                         : quote(bufs_.at(std::stoul(k)).name);
       i = j;
     }
     return r;
@@ -399,6 +409,7 @@ class Saver {
     var_names_.resize(unit_.num_variables());
     for (size_t s = 0; s < unit_.num_variables(); ++s) {
       const std::string& n = unit_.variable(s).name();
+      if (expr_slots_.count(s) && !size_name(n)) continue;  // an expression's text can only name it by an identifier
       if (!n.empty() && used.insert(n).second) var_names_[s] = n;
     }
     size_t next = 0;
@@ -433,6 +444,15 @@ class Saver {
   std::string programs_;
   bool copy_program_ = false;
   std::vector<std::string> var_names_;
+  std::set<size_t> expr_slots_;  // variables named inside expression sizes
+
+  // A name Size::parse reads as a variable: an identifier that is not one of its functions.
+  static bool size_name(const std::string& n) {
+    if (n.empty() || std::isdigit(static_cast<unsigned char>(n[0]))) return false;
+    for (char c : n)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+    return n != "min" && n != "max" && n != "ceil_div" && n != "floor_div";
+  }
 };
 
 }  // namespace
