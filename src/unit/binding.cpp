@@ -184,6 +184,7 @@ void bind_unit(UnitImpl& u) {
               break;
             case Arg::Kind::scalar: x.kernel->set_arg(ai, size(a.dtype), &a.bits); break;
             case Arg::Kind::local: x.kernel->set_local(ai, a.local_bytes); break;
+            case Arg::Kind::bytes: x.kernel->set_arg(ai, a.value->size(), a.value->data()); break;
             case Arg::Kind::variable: {
               uint32_t v = st.arg_ref[ai];
               uint64_t bits = var_arg_bits(*p.vars[v].state(), u.vars[v].i, u.vars[v].f, a.dtype);

@@ -81,6 +81,7 @@ CallRecord summarize_call(const std::vector<ExecItem>& items, const std::vector<
           a.dtype = x.dtype;
           a.bits = x.kind == Arg::Kind::scalar ? x.bits : x.kind == Arg::Kind::local ? x.local_bytes : 0;
           a.var = x.var ? x.var->state() : nullptr;
+          a.value = x.value;
           r.args.push_back(a);
         }
         si.gn = it.global.n;
@@ -198,6 +199,17 @@ struct FreshPairing {
   }
 };
 
+// A by-value argument for a message: its size and its bytes in hex (the first 32).
+std::string bytes_str(const std::vector<unsigned char>& b) {
+  static const char* hex = "0123456789abcdef";
+  std::string s = std::to_string(b.size()) + " bytes 0x";
+  for (size_t i = 0; i < b.size() && i < 32; ++i) {
+    s += hex[b[i] >> 4];
+    s += hex[b[i] & 15];
+  }
+  return s + (b.size() > 32 ? "..." : "");
+}
+
 std::string item_str(const ExecItem& it) {
   switch (it.kind) {
     case ItemKind::kernel: return "kernel " + it.kernel.name();
@@ -252,7 +264,7 @@ void check_same_step(const CallRecord& c0, const CallRecord& c1, const std::vect
       const Buffer* live = nullptr;
       if (it.kind == ItemKind::kernel || it.kind == ItemKind::native) live = k < it.args.size() ? &it.args[k].buf : nullptr;
       else live = k == 0 ? &it.dst : &it.src;
-      static constexpr const char* kinds[] = {"a buffer", "a scalar", "a Variable", "__local memory"};
+      static constexpr const char* kinds[] = {"a buffer", "a scalar", "a Variable", "__local memory", "by-value bytes"};
       if (x.kind != y.kind)
         fail(arg_name(k), kinds[static_cast<int>(x.kind)], kinds[static_cast<int>(y.kind)], x.kind == Arg::Kind::buffer ? buffer_fix : value_fix);
       switch (y.kind) {
@@ -270,6 +282,9 @@ void check_same_step(const CallRecord& c0, const CallRecord& c1, const std::vect
           if (x.var != y.var || x.dtype != y.dtype)
             fail(arg_name(k), "Variable \"" + x.var->name + "\" as " + std::string(name(x.dtype)),
                  "Variable \"" + y.var->name + "\" as " + std::string(name(y.dtype)), value_fix);
+          break;
+        case Arg::Kind::bytes:
+          if (*x.value != *y.value) fail(arg_name(k), bytes_str(*x.value), bytes_str(*y.value), value_fix);
           break;
         case Arg::Kind::local:
           if (x.bits != y.bits)

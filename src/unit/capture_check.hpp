@@ -48,6 +48,7 @@ struct SeenArg {
   uint32_t buf = 0;               // buffer: its index in CallRecord::bufs
   uint64_t bits = 0;              // scalar: its bits; local: its bytes
   const VarState* var = nullptr;  // variable
+  std::shared_ptr<const std::vector<unsigned char>> value;  // bytes: the by-value argument
 };
 
 struct SeenItem {
