@@ -314,7 +314,7 @@ bool known_type(const std::vector<std::string>& words, const Decls& d, std::stri
     return false;
   }
   if ((words[0] == "struct" || words[0] == "union" || words[0] == "enum") && words.size() == 2) return true;
-  static const char* builtin[] = {"unsigned", "signed", "char", "short", "int", "long", "float", "double", "half", "bool", "void",
+  static const char* builtin[] = {"unsigned", "signed", "char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "float", "double", "half", "bool", "void",
                                   "size_t", "ptrdiff_t", "intptr_t", "uintptr_t"};
   bool all_builtin = true;
   for (const std::string& w : words) {
@@ -396,6 +396,7 @@ std::optional<KernelParam> parse_param(std::vector<std::string> toks, const Decl
     if (p.space == AddressSpace::private_) p.space = AddressSpace::global;  // generic pointers: treat as global
   } else {
     p.scalar = scalar_dtype_of(p.type_name);
+    if (p.type_name.rfind("image", 0) == 0) p.space = AddressSpace::global;  // as the driver reports images
   }
   return p;
 }

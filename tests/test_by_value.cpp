@@ -174,7 +174,9 @@ TEST_P(ByValue, ReplayEqualsEager) {
     x.copyin(h);
     std::vector<float> got = jit(x).copyout<float>();
     std::vector<float> want = step(x).copyout<float>();
-    EXPECT_EQ(got, want) << "call " << call;
+    if (is_cl()) {  // NULL runs no kernels: its fresh buffers hold whatever they held
+      EXPECT_EQ(got, want) << "call " << call;
+    }
   }
   EXPECT_EQ(jit.unit().items().size(), 2u) << "the calls from 2 on replayed the captured unit";
 }

@@ -81,13 +81,17 @@ TEST_P(KernelQueries, LaunchSizedFromTheAnswersRuns) {
   const size_t group = std::min<size_t>(w.max_size / w.preferred_multiple * w.preferred_multiple, 256);
   Buffer y = dev.alloc<float>(group * 4);
   dev.launch(local, {group * 4}, {group}, y);
-  if (is_cl() && group > 1) EXPECT_EQ(y.copyout<float>()[0], 1.0f + static_cast<float>(group));
+  if (is_cl() && group > 1) {
+    EXPECT_EQ(y.copyout<float>()[0], 1.0f + static_cast<float>(group));
+  }
   dev.launch(local, {group * 4}, {}, y);  // encore's own choice keeps to max_size too
   Kernel fixed = p.kernel("wq_fixed");
   const WorkGroupInfo f = fixed.work_group_info();
   Buffer z = dev.alloc<float>(64 * 4);
   dev.launch(fixed, {64, 4}, {f.compile_size[0], f.compile_size[1]}, z);
-  if (is_cl()) EXPECT_EQ(z.copyout<float>(), std::vector<float>(64 * 4, 1.0f));
+  if (is_cl()) {
+    EXPECT_EQ(z.copyout<float>(), std::vector<float>(64 * 4, 1.0f));
+  }
   EXPECT_THROW(Kernel().work_group_info(), ArgumentError);
 }
 

@@ -87,16 +87,16 @@ TEST(SignatureSource, OpenCLFallsBackToAMetadataBuild) {
   encore_test::ScopedCacheDir cache;  // every program below is built, not loaded
   Device dev = Device::open("CL");
   const std::string tag = "/* " + encore_test::unique_token() + " */\n";
-  const uint64_t before = testing::cl_metadata_builds.load();
+  const uint64_t before = encore::testing::cl_metadata_builds.load();
   Program plain = dev.compile(tag + "#define REAL float\n__kernel void fb_plain(__global const REAL* x, __global float* y) { y[0] = x[0]; }");
-  EXPECT_EQ(testing::cl_metadata_builds.load(), before) << "a readable program needs no metadata build";
+  EXPECT_EQ(encore::testing::cl_metadata_builds.load(), before) << "a readable program needs no metadata build";
   EXPECT_EQ(plain.kernel("fb_plain").params()[0].type_name, "float*");
 
   encore_test::LogCapture log;
   Program odd = dev.compile(tag + "#define ARGS __global const float* x, __global float* y, int n\n"
                                   "__kernel void fb_odd(ARGS) { if (get_global_id(0) < n) y[get_global_id(0)] = 2 * x[get_global_id(0)]; }\n"
                                   "#ifdef NEVER\n__kernel void fb_odd(__global int* q) {}\n#endif\n");
-  EXPECT_EQ(testing::cl_metadata_builds.load(), before + 1);
+  EXPECT_EQ(encore::testing::cl_metadata_builds.load(), before + 1);
   EXPECT_NE(log.text().find("metadata build"), std::string::npos) << log.text();
   const auto& p = odd.kernel("fb_odd").params();
   ASSERT_EQ(p.size(), 3u);
@@ -121,7 +121,7 @@ TEST(SignatureSource, OpenCLFallsBackToAMetadataBuild) {
     std::fclose(f);
   }
   Program inc = dev.compile(tag + "#define FILE \"k.cl\"\n#include FILE\n__kernel void fb_main(__global float* z) { z[1] = 2; }", "-I " + dir);
-  EXPECT_EQ(testing::cl_metadata_builds.load(), before + 2);
+  EXPECT_EQ(encore::testing::cl_metadata_builds.load(), before + 2);
   EXPECT_EQ(inc.kernel("fb_included").params()[0].type_name, "float*");
   std::filesystem::remove_all(dir);
 }

@@ -274,7 +274,7 @@ Arg to_arg(const encore_arg& a, size_t i) {
     case ENCORE_ARG_BYTES:
       if (a.value.bytes.size == 0) fail(ENCORE_ERROR_INVALID_ARGUMENT, what() + ".value.bytes.size: expected at least 1 byte, found 0");
       need(a.value.bytes.data, (what() + ".value.bytes.data").c_str());
-      return Arg(bytes(a.value.bytes.data, a.value.bytes.size));
+      return Arg(encore::bytes(a.value.bytes.data, a.value.bytes.size));
     default: break;
   }
   fail(ENCORE_ERROR_INVALID_ARGUMENT, what() + ".kind: expected an encore_arg_kind (ENCORE_ARG_BUFFER .. "

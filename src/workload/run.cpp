@@ -102,7 +102,7 @@ class Runner {
             args.emplace_back(vars_[a.variable].is_float() ? Arg(vars_[a.variable]) : Arg(vars_[a.variable].as(a.dtype)));
             break;
           case ArgSpec::Kind::local: args.emplace_back(LocalMem{a.local_bytes}); break;
-          case ArgSpec::Kind::bytes: args.emplace_back(bytes(a.bytes.data(), a.bytes.size())); break;
+          case ArgSpec::Kind::bytes: args.emplace_back(encore::bytes(a.bytes.data(), a.bytes.size())); break;
         }
       templates_.push_back(std::move(args));
     }

@@ -60,7 +60,7 @@ static int run_on(const char* name) {
     EXPECT_OK(encore_buffer_copyin(y, replay, sizeof replay));
     EXPECT_OK(encore_unit_run(unit, NULL, 0, NULL));
     EXPECT_OK(encore_buffer_copyout(y, replay, sizeof replay));
-    EXPECT_TRUE(memcmp(eager, replay, sizeof eager) == 0);
+    if (!is_null) EXPECT_TRUE(memcmp(eager, replay, sizeof eager) == 0); /* NULL runs no kernels */
     EXPECT_OK(encore_unit_destroy(unit));
   }
   {
@@ -69,8 +69,8 @@ static int run_on(const char* name) {
     info.size = 8;
     EXPECT_ERR(encore_kernel_work_group_info(k, &info), ENCORE_ERROR_INVALID_ARGUMENT, "out->size");
     EXPECT_ERR(encore_kernel_work_group_info(k, NULL), ENCORE_ERROR_INVALID_ARGUMENT, "out");
-    EXPECT_ERR(encore_kernel_work_group_info(NULL, &info), ENCORE_ERROR_INVALID_HANDLE, NULL);
     info.size = sizeof info;
+    EXPECT_ERR(encore_kernel_work_group_info(NULL, &info), ENCORE_ERROR_INVALID_HANDLE, NULL);
     EXPECT_OK(encore_kernel_work_group_info(k, &info));
     EXPECT_TRUE(info.size == sizeof info);
     EXPECT_TRUE(info.max_size >= 1 && info.preferred_multiple >= 1);
