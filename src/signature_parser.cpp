@@ -132,8 +132,8 @@ bool vector_type(const std::string& t, DType& elem, uint8_t& lanes) {
 struct Decls {
   // Type aliases: name -> the canonical type it names ("float", "uint4", "struct", "struct T"), or
   // "" when it names something encore does not check (an enum, an attributed type) or is declared
-  // twice with different meanings (#if branches), "*" for a pointer type: such a pointee is never
-  // checked, and a signature that uses "" or "*" is unreadable.
+  // twice with different meanings (#if branches), "*" for a pointer type (in any declaration): such
+  // a pointee is never checked, and a signature that uses "*" is unreadable.
   std::map<std::string, std::string> aliases;
   // Struct bodies by "struct T" or typedef name; nullopt when its layout is not plain (attributes,
   // declared twice).
@@ -143,9 +143,11 @@ struct Decls {
   std::map<std::string, std::optional<std::vector<std::string>>> macros;
 };
 
+// A name declared twice differently means "" (unchecked), or "*" when either is a pointer: a
+// signature using it cannot be read, since whether the parameter is a pointer is unknown.
 void add_alias(Decls& d, const std::string& name, const std::string& meaning) {
   auto [it, fresh] = d.aliases.emplace(name, meaning);
-  if (!fresh && it->second != meaning) it->second.clear();
+  if (!fresh && it->second != meaning) it->second = it->second == "*" || meaning == "*" ? "*" : "";
 }
 
 void add_struct(Decls& d, const std::string& key, std::optional<std::vector<std::string>> body) {
@@ -333,12 +335,8 @@ bool known_type(const std::vector<std::string>& words, const Decls& d, std::stri
     for (const char* x : opaque)
       if (w == x) return true;
     if (auto it = d.aliases.find(w); it != d.aliases.end()) {
-      if (it->second == "*") {
-        why = "the type " + w + " is a pointer typedef";
-        return false;
-      }
-      if (!it->second.empty()) return true;
-      why = "the type " + w + " is declared in ways the reader does not follow (an enum, attributes, or differently in #if branches)";
+      if (it->second != "*") return true;  // its name is the type name the driver reports, whatever it means
+      why = "the type " + w + " is a pointer typedef (in some #if branch at least)";
       return false;
     }
   }

@@ -45,6 +45,11 @@ __kernel void rs_b(__global DT* z) {}
   EXPECT_EQ(a[3].type_name, "index_t");
   EXPECT_EQ(a[4].type_name, "struct tagged");
   EXPECT_EQ(r.kernels[1].params[0].type_name, "double*");
+  // a typedef declared differently in #if branches still names the parameter's type as the driver
+  // does: readable (its pointee is left unchecked later)
+  auto two = read_signatures("#if 1\ntypedef float T;\n#else\ntypedef int T;\n#endif\n__kernel void k(__global T* x) {}");
+  ASSERT_TRUE(two.ok()) << two.unreadable;
+  EXPECT_EQ(two.kernels[0].params[0].type_name, "T*");
 }
 
 TEST(SignatureSource, RefusesRatherThanGuesses) {
@@ -59,7 +64,7 @@ TEST(SignatureSource, RefusesRatherThanGuesses) {
       {"typedef __global float* gptr;\n__kernel void k(gptr x) {}", "", "pointer typedef"},
       {"__kernel void k(__global float* x,\n#ifdef WIDE\n double w\n#else\n float w\n#endif\n) {}", "", "directive"},
       {"#ifdef WIDE\n__kernel void k(__global double* x) {}\n#else\n__kernel void k(__global float* x) {}\n#endif\n", "", "defined twice"},
-      {"#if 1\ntypedef float T;\n#else\ntypedef int T;\n#endif\n__kernel void k(__global T* x) {}", "", "the type T"},
+      {"#ifdef P\ntypedef __global float* T;\n#else\ntypedef float T;\n#endif\n__kernel void k(T x) {}", "", "the type T is a pointer typedef"},
       {"#define KNAME k2\n__kernel void KNAME(__global float* x) {}", "", "name is a macro"},
       {"__kernel void k(__global float* x, N_T n) {}", "-DN_T=1", "macro N_T"},
   };
