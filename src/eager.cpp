@@ -174,10 +174,10 @@ static void check_by_value(const KernelParam& p, const Arg& a, const std::string
   if (a.kind != Arg::Kind::bytes)
     throw ArgumentError(where + ": expected encore::bytes(value) with the " + want + " of a " + p.type_name +
                         " (e.g. std::array<float, 4> for a float4, or a struct laid out as the kernel's), got " +
-                        (a.kind == Arg::Kind::buffer ? "a buffer" : a.kind == Arg::Kind::local ? "__local memory" : "a scalar"));
+                        (a.kind == Arg::Kind::buffer ? "a buffer" : a.kind == Arg::Kind::local ? "__local memory" : a.kind == Arg::Kind::variable ? "a Variable" : "a scalar"));
   if (p.value_bytes && a.value->size() != p.value_bytes)
     throw ArgumentError(where + ": expected " + want + " (sizeof(" + p.type_name + ") in OpenCL C" +
-                        (p.type_name.back() == '3' ? ", where a 3-vector takes the room of 4" : "") + "), got " +
+                        (!p.type_name.empty() && p.type_name.back() == '3' ? ", where a 3-vector takes the room of 4" : "") + "), got " +
                         std::to_string(a.value->size()) + " bytes");
 }
 
