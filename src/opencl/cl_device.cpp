@@ -524,7 +524,7 @@ class ClDevice final : public DeviceImpl {
     std::string why = signatures ? disagreement(*signatures, built) : "the source could not be read";
     if (why.empty()) {
       r.kernels = *signatures;
-      if (!binary && check_signatures()) {  // tests: every program they build, against the driver
+      if (check_signatures()) {  // tests: every program they build or load from the disk cache, against the driver
         cl::ProgramH meta = build_program(source, options + " -cl-kernel-arg-info", nullptr);
         const std::vector<Built> truth = kernels_of(meta.get(), true);
         if (std::string d = compare(r.kernels, truth); !d.empty())
