@@ -19,6 +19,7 @@
 #include "encore/log.hpp"
 #include "encore/program.hpp"
 #include "encore/variable.hpp"
+#include "core/signature_parser.hpp"
 
 namespace encore::detail {
 
@@ -56,17 +57,14 @@ struct BackendKernel {
   // The __local memory the kernel declares itself (OpenCL: CL_KERNEL_LOCAL_MEM_SIZE, read with the
   // kernel object, before any __local argument is set); __local arguments come on top.
   virtual uint64_t local_mem_bytes() const { return 0; }
+  // Kernel::work_group_info (queried when asked: never on a launch or replay path).
+  virtual WorkGroupInfo work_group_info() const = 0;
 };
 
 struct BackendProgram {
   virtual ~BackendProgram() = default;
   virtual std::unique_ptr<BackendKernel> create_kernel(const std::string& name) = 0;
   virtual std::vector<unsigned char> binary() = 0;
-};
-
-struct KernelSignature {
-  std::string name;
-  std::vector<KernelParam> params;
 };
 
 struct BuildResult {
@@ -186,8 +184,10 @@ struct DeviceImpl : std::enable_shared_from_this<DeviceImpl> {
     for (const Event& e : events) e.wait();
   }
   // Builds from source, or from `binary` when given (throws on a bad binary so the caller recompiles).
+  // `signatures`: the parameter lists read from the source (or stored with the cached binary); null
+  // when they could not be read: then the backend finds them itself (OpenCL: a metadata build).
   virtual BuildResult build(const std::string& source, const std::string& options, const std::vector<unsigned char>* binary,
-                            const std::vector<KernelSignature>* cached_signatures) = 0;
+                            const std::vector<KernelSignature>* signatures) = 0;
   virtual std::string cache_key_prefix() const = 0;  // device name + driver version
   // `parts` new sub-devices (Device::split); DeviceError where the backend cannot split.
   virtual std::vector<std::shared_ptr<DeviceImpl>> split(unsigned parts);
@@ -310,9 +310,6 @@ void run_item_eager(const ExecItem& item);
 // Local size chosen by encore when a launch gives none: a fixed set of sizes, so a new global
 // size never makes PoCL compile a new work-group function (src/exec/enqueue.cpp).
 void choose_local(uint32_t dims, const size_t* global, size_t max_wg, size_t* local);
-// The dtype of a scalar kernel parameter type ("float", "uint", ...), or nullopt when it is not a
-// supported scalar.
-std::optional<DType> scalar_dtype_of(const std::string& type_name);
 
 int debug_level();
 // Tracing (encore/profile.hpp): whether recording, a host span, and an enqueued item.
@@ -339,12 +336,6 @@ std::shared_ptr<DeviceImpl> open_opencl(int index);   // "CL:N"; -1: default
 std::vector<DeviceInfo> list_opencl();
 std::shared_ptr<DeviceImpl> open_null();
 
-// The kernel parameter list of every __kernel in an OpenCL C source (NULL device, tests).
-std::vector<KernelSignature> parse_kernel_signatures(const std::string& source);
-// Sets the pointee of every pointer parameter in `sigs` from its type name (KernelParam::pointee),
-// resolving the aliases that `texts` (the source and the headers it includes: typedefs, object-like
-// #defines) and `options` (-D) declare. Returns a note for each pointee it could not resolve.
-std::vector<std::string> resolve_pointees(std::vector<KernelSignature>& sigs, std::span<const std::string> texts, const std::string& options);
 
 }  // namespace encore::detail
 

@@ -8,4 +8,5 @@ bool break_planner = false;
 std::atomic<uint64_t> null_arg_sets{0};
 std::atomic<size_t> null_kernel_work_group_limit{0};
 std::atomic<void*> fail_context_device{nullptr};
+std::atomic<uint64_t> cl_metadata_builds{0};
 }  // namespace encore::testing

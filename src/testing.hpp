@@ -21,6 +21,9 @@ extern std::atomic<size_t> null_kernel_work_group_limit;
 // An OpenCL device (a cl_device_id) that no context takes from now on; platform contexts are then
 // made afresh for every device opened, outside the cache (null: none).
 extern std::atomic<void*> fail_context_device;
+// OpenCL programs whose parameter types came from a metadata build (-cl-kernel-arg-info) because
+// the source could not be read (not counting ENCORE_CHECK_SIGNATURES's comparison builds).
+extern std::atomic<uint64_t> cl_metadata_builds;
 }  // namespace encore::testing
 #define ENCORE_TESTING_IS(name) (::encore::testing::name)
 #define ENCORE_TESTING_DO(...) __VA_ARGS__

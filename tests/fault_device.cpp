@@ -51,6 +51,7 @@ class FaultKernel final : public BackendKernel {
     grow(i);
   }
   size_t max_work_group_size() const override { return inner_->max_work_group_size(); }
+  encore::WorkGroupInfo work_group_info() const override { return inner_->work_group_info(); }
 
   BackendKernel& inner() { return *inner_; }
   const std::string& name() const { return name_; }

@@ -217,6 +217,20 @@ ENCORE_C_API encore_status encore_kernel_create(encore_program prog, const char*
 /* Releases this handle. */
 ENCORE_C_API encore_status encore_kernel_destroy(encore_kernel kernel);
 
+/* A kernel's work-group limits on its device (OpenCL's CL_KERNEL_* work-group queries; on the NULL
+ * device its limits, no memory of its own, and the source's reqd_work_group_size). Set `size` to
+ * sizeof(encore_work_group_info) first: the struct may grow at its end, and only `size` bytes are written.
+ *   encore_work_group_info w = {sizeof w};  encore_kernel_work_group_info(k, &w); */
+typedef struct encore_work_group_info {
+  size_t size;               /* in: sizeof(encore_work_group_info) as the caller knows it */
+  size_t max_size;           /* CL_KERNEL_WORK_GROUP_SIZE: most work-items per group (the automatic local size keeps to it) */
+  size_t preferred_multiple; /* CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE */
+  uint64_t local_mem_bytes;  /* CL_KERNEL_LOCAL_MEM_SIZE: __local memory the kernel declares (arguments come on top) */
+  uint64_t private_mem_bytes; /* CL_KERNEL_PRIVATE_MEM_SIZE: per work-item */
+  size_t compile_size[3];    /* CL_KERNEL_COMPILE_WORK_GROUP_SIZE: reqd_work_group_size, zeros when none */
+} encore_work_group_info;
+ENCORE_C_API encore_status encore_kernel_work_group_info(encore_kernel kernel, encore_work_group_info* out);
+
 /* ---- variables --------------------------------------------------------------------------- */
 
 /* An integer variable with inclusive bounds. Passed with encore_arg_variable it takes the kernel
@@ -248,6 +262,7 @@ typedef enum encore_arg_kind {
   ENCORE_ARG_I32, ENCORE_ARG_U32, ENCORE_ARG_I64, ENCORE_ARG_U64, ENCORE_ARG_F32, ENCORE_ARG_F64,
   ENCORE_ARG_VARIABLE,     /* value.variable: its current value per call */
   ENCORE_ARG_LOCAL_BYTES,  /* value.local_bytes of __local memory */
+  ENCORE_ARG_BYTES,        /* value.bytes: a by-value vector or struct (float4, a struct parameter), copied at the launch */
   ENCORE_ARG_KIND_MAX_ENUM = 0x7fffffff /* (not a kind: makes every int a valid value, as in C) */
 } encore_arg_kind;
 
@@ -267,6 +282,10 @@ typedef struct encore_arg {
       encore_dtype as; /* ENCORE_DTYPE_DEFAULT: i32 for integer variables, own type for float ones */
     } variable;
     size_t local_bytes;
+    struct {
+      const void* data;
+      size_t size; /* checked against the parameter's size where its type tells (vectors, structs the source defines) */
+    } bytes;
   } value;
 } encore_arg;
 
@@ -517,6 +536,12 @@ static inline encore_arg encore_arg_variable_as(encore_variable v, encore_dtype 
   encore_arg a; a.kind = ENCORE_ARG_VARIABLE; a.value.variable.var = v; a.value.variable.as = as; return a;
 }
 static inline encore_arg encore_arg_local(size_t bytes) { encore_arg a; a.kind = ENCORE_ARG_LOCAL_BYTES; a.value.local_bytes = bytes; return a; }
+/* `size` bytes at `data` for a by-value vector or struct parameter (a float4 is float[4], a float3
+ * float[4]; a struct laid out as OpenCL C lays it out). The bytes are copied when the launch is made;
+ * in a capture they are a constant, as any scalar. */
+static inline encore_arg encore_arg_bytes(const void* data, size_t size) {
+  encore_arg a; a.kind = ENCORE_ARG_BYTES; a.value.bytes.data = data; a.value.bytes.size = size; return a;
+}
 static inline encore_size encore_size_of(size_t n) { encore_size s; s.var = NULL; s.mul = 0; s.add = (int64_t)n; s.expr = NULL; return s; }
 static inline encore_size encore_size_affine(encore_variable v, int64_t mul, int64_t add) {
   encore_size s; s.var = v; s.mul = mul; s.add = add; s.expr = NULL; return s;

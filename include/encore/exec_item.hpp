@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "encore/buffer.hpp"
@@ -42,9 +43,28 @@ struct LocalMem {
   size_t bytes;
 };
 
+// The bytes of a by-value argument for a vector or struct parameter (float4, a struct the kernel
+// takes by value), copied when made. Any trivially copyable value:
+//   dev.launch(k, {n}, {}, x, encore::bytes(std::array<float, 4>{1, 2, 3, 4}), encore::bytes(params));
+// The size is checked where the parameter's type tells it (KernelParam::value_bytes: vectors, 3-vectors
+// taking 4 lanes, structs the source defines); otherwise encore trusts it. A struct must be laid out
+// as OpenCL C lays it out (natural alignment; no pointers). Inside a capture it is a constant like a
+// plain scalar: a value that differs between calls 0 and 1 is a JitError.
+struct ByValue {
+  std::shared_ptr<const std::vector<unsigned char>> data;
+};
+// `n` bytes from `p` (ArgumentError when n is 0, or p is null).
+ENCORE_API ByValue bytes(const void* p, size_t n);
+template <class T>
+ByValue bytes(const T& v) {
+  static_assert(std::is_trivially_copyable_v<T>, "encore::bytes: the value must be trivially copyable");
+  static_assert(!std::is_pointer_v<T>, "encore::bytes: pass the value, not a pointer to it (or bytes(ptr, size))");
+  return bytes(static_cast<const void*>(&v), sizeof(T));
+}
+
 // One kernel argument as given to Device::launch.
 struct ENCORE_API Arg {
-  enum class Kind : uint8_t { buffer, scalar, variable, local };
+  enum class Kind : uint8_t { buffer, scalar, variable, local, bytes };
   Kind kind = Kind::scalar;
   Buffer buf;
   Access access = Access::none;
@@ -57,12 +77,14 @@ struct ENCORE_API Arg {
   // integer Variable takes an integer parameter's type (each value checked when bound). exact
   // (set by Variable::as) keeps the type given: it must be the parameter's.
   bool exact = false;
+  std::shared_ptr<const std::vector<unsigned char>> value;  // bytes: the by-value argument
 
   Arg(const Buffer& b) : kind(Kind::buffer), buf(b) {}  // NOLINT
   Arg(const BufferArg& b) : kind(Kind::buffer), buf(b.buf), access(b.access) {}  // NOLINT
   Arg(const Variable& v);  // NOLINT: an integer parameter's type for integer variables, its own type for float ones
   Arg(const Variable::As& v) : kind(Kind::variable), dtype(v.type), var(v.var), exact(true) {}  // NOLINT
   Arg(LocalMem l) : kind(Kind::local), local_bytes(l.bytes) {}  // NOLINT
+  Arg(ByValue b) : kind(Kind::bytes), value(std::move(b.data)) {}  // NOLINT
   // Any value with a dtype: every integral type (bool, char, long long, size_t, ...), float,
   // double, encore::half, encore::bfloat16.
   template <class T, class = std::enable_if_t<has_dtype<T>>>

@@ -12,7 +12,9 @@
 // CompileError with the build log.
 // Threads: compile and kernel() from any thread; one Kernel may be launched from several threads at
 // once (its arguments are set under a lock per kernel).
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,6 +50,14 @@ struct KernelParam {
   // Buffer::as(dtype).
   std::optional<DType> pointee;
   uint8_t pointee_lanes = 1;  // elements per pointee: float4* 4, float3* 4 (a 3-vector takes 4), else 1
+  // A by-value parameter: the bytes its argument must have where the type tells (a scalar; a
+  // vector, a 3-vector taking 4 lanes; a struct the program's source defines, laid out by OpenCL's
+  // alignment rules). 0 where encore cannot tell (a struct with attributes, pointers, bit-fields,
+  // or one it cannot find): encore::bytes values of any size are then passed as given, and a wrong
+  // size is the driver's error (CL_INVALID_ARG_SIZE) on OpenCL and unchecked on the NULL device.
+  size_t value_bytes = 0;
+  // Whether the argument is a by-value aggregate (a vector or a struct): passed with encore::bytes.
+  bool by_value_aggregate() const { return !is_pointer && !scalar; }
   // Default access of a pointer argument: in for const/__constant data, else inout.
   Access default_access() const {
     return !is_pointer || space == AddressSpace::local ? Access::none
@@ -62,6 +72,19 @@ struct KernelParam {
     // bf16 has no OpenCL C type: kernels take its bits as ushort
     return !pointee || ((dtype == *pointee || (dtype == DType::bf16 && *pointee == DType::u16)) && count % pointee_lanes == 0);
   }
+};
+
+// What a kernel's compiled code allows per work-group on its device (OpenCL's CL_KERNEL_* work-group
+// queries). On the NULL device: the device's limits, no memory of its own, and the
+// reqd_work_group_size the source declares.
+//   encore::WorkGroupInfo w = kernel.work_group_info();
+//   size_t local = w.max_size / w.preferred_multiple * w.preferred_multiple;
+struct WorkGroupInfo {
+  size_t max_size = 1;            // CL_KERNEL_WORK_GROUP_SIZE: the most work-items per group (encore's automatic local size keeps to it)
+  size_t preferred_multiple = 1;  // CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE
+  uint64_t local_mem_bytes = 0;   // CL_KERNEL_LOCAL_MEM_SIZE: __local memory the kernel declares itself (__local arguments come on top)
+  uint64_t private_mem_bytes = 0; // CL_KERNEL_PRIVATE_MEM_SIZE: per work-item
+  std::array<size_t, 3> compile_size{};  // CL_KERNEL_COMPILE_WORK_GROUP_SIZE: reqd_work_group_size, zeros when none
 };
 
 class Kernel;
@@ -98,6 +121,8 @@ class ENCORE_API Kernel {
   const std::vector<KernelParam>& params() const;
   Program program() const;
   Device device() const;
+  // The work-group limits of this kernel on its device, asked of the driver each call.
+  WorkGroupInfo work_group_info() const;
   bool operator==(const Kernel& o) const { return impl_ == o.impl_; }
   explicit operator bool() const { return impl_ != nullptr; }
 

@@ -90,7 +90,7 @@ struct SizeExpr {
 };
 
 struct ArgSpec {
-  enum class Kind : uint8_t { buffer, scalar, variable, local } kind = Kind::buffer;
+  enum class Kind : uint8_t { buffer, scalar, variable, local, bytes } kind = Kind::buffer;
   int buffer = -1;                      // buffer
   Access access = Access::none;         //   none: from the kernel's qualifiers
   bool view = false;                    //   offset/count given
@@ -100,6 +100,7 @@ struct ArgSpec {
   uint64_t bits = 0;                    // scalar value, little-endian in the low bytes
   int variable = -1;                    // variable
   size_t local_bytes = 0;               // local
+  std::vector<unsigned char> bytes;     // bytes: a by-value vector or struct ({"bytes": "<hex>"})
 };
 
 struct ItemSpec {

@@ -1,4 +1,6 @@
 // C API: the handle table, errors, devices, buffers, programs, kernels, variables, launches.
+#include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -270,10 +272,14 @@ Arg to_arg(const encore_arg& a, size_t i) {
       return Arg(v->var.as(to_dtype(as, "")));
     }
     case ENCORE_ARG_LOCAL_BYTES: return Arg(LocalMem{a.value.local_bytes});
+    case ENCORE_ARG_BYTES:
+      if (a.value.bytes.size == 0) fail(ENCORE_ERROR_INVALID_ARGUMENT, what() + ".value.bytes.size: expected at least 1 byte, found 0");
+      need(a.value.bytes.data, (what() + ".value.bytes.data").c_str());
+      return Arg(encore::bytes(a.value.bytes.data, a.value.bytes.size));
     default: break;
   }
   fail(ENCORE_ERROR_INVALID_ARGUMENT, what() + ".kind: expected an encore_arg_kind (ENCORE_ARG_BUFFER .. "
-                                             "ENCORE_ARG_LOCAL_BYTES), found " + std::to_string(kind));
+                                             "ENCORE_ARG_BYTES), found " + std::to_string(kind));
 }
 
 namespace {
@@ -560,6 +566,27 @@ encore_status encore_kernel_create(encore_program prog, const char* name, encore
 }
 
 encore_status encore_kernel_destroy(encore_kernel kernel) { return destroy<KernelObj>(__func__, kernel); }
+
+encore_status encore_kernel_work_group_info(encore_kernel kernel, encore_work_group_info* out) {
+  return guard(__func__, [&] {
+    need(out, "out");
+    // the caller's struct may be an older (smaller) or newer (larger) version: fill what both know
+    constexpr size_t first = offsetof(encore_work_group_info, compile_size) + sizeof out->compile_size;
+    if (out->size < first)
+      fail(ENCORE_ERROR_INVALID_ARGUMENT, "out->size: expected sizeof(encore_work_group_info) (at least " + std::to_string(first) +
+                                              "), found " + std::to_string(out->size) + "; set it before the call");
+    auto k = get<KernelObj>(kernel, "kernel");
+    const WorkGroupInfo w = k->kernel.work_group_info();
+    encore_work_group_info v{};
+    v.size = out->size;
+    v.max_size = w.max_size;
+    v.preferred_multiple = w.preferred_multiple;
+    v.local_mem_bytes = w.local_mem_bytes;
+    v.private_mem_bytes = w.private_mem_bytes;
+    for (int d = 0; d < 3; ++d) v.compile_size[d] = w.compile_size[d];
+    std::memcpy(out, &v, std::min(out->size, sizeof v));
+  });
+}
 
 // ---- variables
 

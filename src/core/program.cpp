@@ -42,9 +42,10 @@ detail::ProgramImpl::~ProgramImpl() {
 
 // A build failure that mentions half on a device without cl_khr_fp16 says so: the compiler's own
 // words ("declaring function parameter of type '__private half' is not allowed") do not.
-static detail::BuildResult build_explained(const Device& dev, const std::string& source, const std::string& options) {
+static detail::BuildResult build_explained(const Device& dev, const std::string& source, const std::string& options,
+                                           const std::vector<detail::KernelSignature>* signatures) {
   try {
-    return dev.impl()->build(source, options, nullptr, nullptr);
+    return dev.impl()->build(source, options, nullptr, signatures);
   } catch (const CompileError& e) {
     const std::string& log = e.log();
     if (dev.supports(DType::f16) || (log.find("half") == std::string::npos && log.find("fp16") == std::string::npos)) throw;
@@ -91,7 +92,16 @@ Program Device::compile(const std::string& source, const std::string& options) c
     }
   }
   if (!p->backend) {
-    detail::BuildResult r = build_explained(*this, source, options);
+    // parameter types from the source: OpenCL then builds without -cl-kernel-arg-info (slower code
+    // on PoCL); what the reader cannot follow the OpenCL backend asks the driver about instead
+    detail::SignatureRead read = detail::read_signatures(source, inc.texts, options);
+    if (!read.ok()) {
+      if (d.is_null()) throw CompileError("NULL device: " + read.unreadable + " (the NULL device has no compiler to ask)", "");
+      detail::log(LogLevel::info, read.unreadable + "; its parameter types come from a separate metadata build");
+    } else if (d.is_null() && read.kernels.empty() && source.find("kernel") == std::string::npos) {
+      throw CompileError("NULL device: the source defines no __kernel function", "");
+    }
+    detail::BuildResult r = build_explained(*this, source, options, read.ok() ? &read.kernels : nullptr);
     p->backend = std::move(r.program);
     p->kernels = std::move(r.kernels);
     p->save();
@@ -154,5 +164,10 @@ const std::string& Kernel::name() const { return need(impl_).sig->name; }
 const std::vector<KernelParam>& Kernel::params() const { return need(impl_).sig->params; }
 Program Kernel::program() const { return Program(need(impl_).program); }
 Device Kernel::device() const { return Device(need(impl_).program->dev); }
+WorkGroupInfo Kernel::work_group_info() const {
+  KernelImpl& k = need(impl_);
+  std::lock_guard<std::mutex> lock(k.mu);
+  return k.eager->work_group_info();
+}
 
 }  // namespace encore

@@ -79,6 +79,24 @@ template <class Where> static void adapt_scalar(Arg& a, DType want, const Where&
   throw ArgumentError(where() + ": expected " + w + ", got " + got + " (" + value_str(a.dtype, &a.bits) + "; cast the value to the parameter's type)");
 }
 
+// A by-value vector or struct parameter takes encore::bytes of its size (where known); a scalar
+// parameter takes them too when they are its size (a value built elsewhere as raw bytes).
+static void check_by_value(const KernelParam& p, const Arg& a, const std::string& where) {
+  static const char* opaque[] = {"image", "sampler_t", "event_t", "queue_t", "clk_event_t"};
+  for (const char* o : opaque)
+    if (p.type_name.rfind(o, 0) == 0) throw ArgumentError(where + ": unsupported parameter type " + p.type_name);
+  const std::string want = p.value_bytes ? std::to_string(p.value_bytes) + " bytes" : "bytes";
+  if (a.kind != Arg::Kind::bytes)
+    throw ArgumentError(where + ": expected encore::bytes(value) with the " + want + " of a " + p.type_name +
+                        " (e.g. std::array<float, 4> for a float4, or a struct laid out as the kernel's), got " +
+                        (a.kind == Arg::Kind::buffer ? "a buffer" : a.kind == Arg::Kind::local ? "__local memory" : a.kind == Arg::Kind::variable ? "a Variable" : "a scalar"));
+  if (p.value_bytes && a.value->size() != p.value_bytes)
+    throw ArgumentError(where + ": expected " + want + " (sizeof(" + p.type_name + ") in OpenCL C" +
+                        (!p.type_name.empty() && p.type_name.back() == '3' ? ", where a 3-vector takes the room of 4" : "") + "), got " +
+                        std::to_string(a.value->size()) + " bytes");
+}
+}
+
 void Device::launch_args(const Kernel& k, const Sizes& global, const Sizes& local, std::vector<Arg> args, std::string name,
                          Estimate estimate) const {
   if (!k) throw ArgumentError("launch: null kernel");
@@ -112,6 +130,8 @@ void Device::launch_args(const Kernel& k, const Sizes& global, const Sizes& loca
       if (a.access == Access::none) a.access = p.default_access();
       if (p.default_access() == Access::in && a.access != Access::in)
         throw ArgumentError(where(i) + ": a const/__constant parameter cannot be written (access " + encore::name(a.access) + ")");
+    } else if (a.kind == Arg::Kind::bytes || p.by_value_aggregate()) {
+      check_by_value(p, a, where(i));
     } else {
       if (!p.scalar) throw ArgumentError(where(i) + ": unsupported parameter type " + p.type_name);
       if (a.kind != Arg::Kind::scalar && a.kind != Arg::Kind::variable)

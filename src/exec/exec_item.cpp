@@ -16,6 +16,13 @@ bool Sizes::uses_variable() const {
   return false;
 }
 
+ByValue bytes(const void* p, size_t n) {
+  if (n == 0) throw ArgumentError("encore::bytes: a by-value argument needs at least one byte");
+  if (!p) throw ArgumentError("encore::bytes: null pointer for " + std::to_string(n) + " bytes");
+  const auto* b = static_cast<const unsigned char*>(p);
+  return ByValue{std::make_shared<const std::vector<unsigned char>>(b, b + n)};
+}
+
 Arg::Arg(const Variable& var_in) : kind(Kind::variable), var(var_in) {
   dtype = var_in.type() == VarType::f32 ? DType::f32 : var_in.type() == VarType::f64 ? DType::f64 : DType::i32;
 }
@@ -48,6 +55,7 @@ std::string args_str(const std::vector<Arg>& args) {
       case Arg::Kind::variable: s += a.var->name(); break;
       case Arg::Kind::local: s += "local " + std::to_string(a.local_bytes) + "B"; break;
       case Arg::Kind::scalar: s += std::string(encore::name(a.dtype)) + " scalar"; break;
+      case Arg::Kind::bytes: s += std::to_string(a.value->size()) + " bytes by value"; break;
     }
   }
   return s + ")";

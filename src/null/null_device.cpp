@@ -18,24 +18,38 @@ NativeMem* as_mem(char* p) { return reinterpret_cast<NativeMem*>(p); }
 
 // In the test build it counts argument sets, so tests can check that replay re-sets only what changed.
 struct NullKernel final : BackendKernel {
-  NullKernel(std::string name, size_t max_wg) : name(std::move(name)), max_wg(max_wg) {}
+  NullKernel(std::string name, size_t max_wg, std::array<size_t, 3> reqd) : name(std::move(name)), max_wg(max_wg), reqd(reqd) {}
   void set_arg(uint32_t, size_t, const void*) override { ENCORE_TESTING_DO(++testing::null_arg_sets); }
   void set_buffer(uint32_t, NativeMem*) override { ENCORE_TESTING_DO(++testing::null_arg_sets); }
   void set_local(uint32_t, size_t) override { ENCORE_TESTING_DO(++testing::null_arg_sets); }
   size_t max_work_group_size() const override { return max_wg; }
+  // No code, so no memory of its own and no preferred multiple; the limits a device would report.
+  WorkGroupInfo work_group_info() const override {
+    WorkGroupInfo w;
+    w.max_size = max_wg;
+    w.compile_size = reqd;
+    return w;
+  }
   std::string name;
   size_t max_wg;
+  std::array<size_t, 3> reqd;
 };
 
 struct NullProgram final : BackendProgram {
-  explicit NullProgram(size_t device_max_wg) : device_max_wg(device_max_wg) {}
+  NullProgram(size_t device_max_wg, const std::vector<KernelSignature>& sigs) : device_max_wg(device_max_wg) {
+    for (const KernelSignature& s : sigs) reqd.emplace_back(s.name, s.reqd_work_group_size);
+  }
   std::unique_ptr<BackendKernel> create_kernel(const std::string& name) override {
     size_t forced = 0;
     ENCORE_TESTING_DO(forced = testing::null_kernel_work_group_limit.load());
-    return std::make_unique<NullKernel>(name, forced ? std::min(forced, device_max_wg) : device_max_wg);
+    std::array<size_t, 3> r{};
+    for (const auto& [n, sz] : reqd)
+      if (n == name) r = sz;
+    return std::make_unique<NullKernel>(name, forced ? std::min(forced, device_max_wg) : device_max_wg, r);
   }
   std::vector<unsigned char> binary() override { return {}; }
   size_t device_max_wg;
+  std::vector<std::pair<std::string, std::array<size_t, 3>>> reqd;  // reqd_work_group_size per kernel
 };
 
 class NullDevice final : public DeviceImpl {
@@ -94,10 +108,10 @@ class NullDevice final : public DeviceImpl {
   }
   void finish() override {}
   BuildResult build(const std::string& source, const std::string&, const std::vector<unsigned char>*,
-                    const std::vector<KernelSignature>*) override {
+                    const std::vector<KernelSignature>* signatures) override {
     BuildResult r;
-    r.kernels = parse_kernel_signatures(source);
-    r.program = std::make_unique<NullProgram>(info.max_work_group_size);
+    r.kernels = signatures ? *signatures : parse_kernel_signatures(source);
+    r.program = std::make_unique<NullProgram>(info.max_work_group_size, r.kernels);
     return r;
   }
   std::string cache_key_prefix() const override { return "NULL"; }

@@ -82,6 +82,7 @@ CallRecord summarize_call(const std::vector<ExecItem>& items, const std::vector<
       a.dtype = x.dtype;
       a.bits = x.kind == Arg::Kind::scalar ? x.bits : x.kind == Arg::Kind::local ? x.local_bytes : 0;
       a.var = x.var ? x.var->state() : nullptr;
+      a.value = x.value;
       a.arg = ai;
       r.args.push_back(a);
     }
@@ -203,6 +204,27 @@ struct FreshPairing {
 
 std::string item_str(const ExecItem& it) { return kind_of(it).title(it); }
 
+// A by-value argument for a message: its size and its bytes in hex (the first 32).
+std::string bytes_str(const std::vector<unsigned char>& b) {
+  static const char* hex = "0123456789abcdef";
+  std::string s = std::to_string(b.size()) + " bytes 0x";
+  for (size_t i = 0; i < b.size() && i < 32; ++i) {
+    s += hex[b[i] >> 4];
+    s += hex[b[i] & 15];
+  }
+  return s + (b.size() > 32 ? "..." : "");
+}
+
+std::string item_str(const ExecItem& it) {
+  switch (it.kind) {
+    case ItemKind::kernel: return "kernel " + it.kernel.name();
+    case ItemKind::copy: return "copy";
+    case ItemKind::upload: return "upload (copyin)";
+    case ItemKind::native: return "native call " + (it.name.empty() ? std::string("(unnamed)") : it.name);
+  }
+  return "?";
+}
+
 }  // namespace
 
 void check_same_step(const CallRecord& c0, const CallRecord& c1, const std::vector<ExecItem>& items1, const std::vector<Buffer>& outputs1) {
@@ -240,7 +262,7 @@ void check_same_step(const CallRecord& c0, const CallRecord& c1, const std::vect
       const Buffer* live = nullptr;
       for (const Operand& o : ops)
         if (o.arg == y.arg) live = o.buf;
-      static constexpr const char* kinds[] = {"a buffer", "a scalar", "a Variable", "__local memory"};
+      static constexpr const char* kinds[] = {"a buffer", "a scalar", "a Variable", "__local memory", "by-value bytes"};
       if (x.kind != y.kind)
         fail(arg_name(k), kinds[static_cast<int>(x.kind)], kinds[static_cast<int>(y.kind)], x.kind == Arg::Kind::buffer ? buffer_fix : value_fix);
       switch (y.kind) {
@@ -258,6 +280,9 @@ void check_same_step(const CallRecord& c0, const CallRecord& c1, const std::vect
           if (x.var != y.var || x.dtype != y.dtype)
             fail(arg_name(k), "Variable \"" + x.var->name + "\" as " + std::string(name(x.dtype)),
                  "Variable \"" + y.var->name + "\" as " + std::string(name(y.dtype)), value_fix);
+          break;
+        case Arg::Kind::bytes:
+          if (*x.value != *y.value) fail(arg_name(k), bytes_str(*x.value), bytes_str(*y.value), value_fix);
           break;
         case Arg::Kind::local:
           if (x.bits != y.bits)

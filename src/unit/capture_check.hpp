@@ -50,6 +50,7 @@ struct SeenArg {
   uint64_t bits = 0;              // scalar: its bits; local: its bytes
   const VarState* var = nullptr;  // variable
   uint32_t arg = 0;               // its place in the item (Operand::arg; the index in ExecItem::args)
+  std::shared_ptr<const std::vector<unsigned char>> value;  // bytes: the by-value argument
 };
 
 struct SeenItem {

@@ -428,6 +428,18 @@ struct Parser {
                            std::string(encore::name(a.dtype)));
         }
       o.done("var, as");
+    } else if (o.has("bytes")) {
+      a.kind = ArgSpec::Kind::bytes;
+      const std::string& h = as_string(o.req("bytes"), o.at("bytes"));
+      auto nibble = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1; };
+      if (h.empty() || h.size() % 2 != 0)
+        fail(o.at("bytes"), "expected an even number of hex digits (two per byte, in memory order), got " + std::to_string(h.size()));
+      for (size_t k = 0; k < h.size(); k += 2) {
+        const int hi = nibble(h[k]), lo = nibble(h[k + 1]);
+        if (hi < 0 || lo < 0) fail(o.at("bytes"), "expected hex digits, got " + quote(h.substr(k, 2)) + " at character " + std::to_string(k));
+        a.bytes.push_back(static_cast<unsigned char>(hi * 16 + lo));
+      }
+      o.done("bytes");
     } else if (o.has("local")) {
       a.kind = ArgSpec::Kind::local;
       a.local_bytes = as_uint(o.req("local"), o.at("local"), uint64_t(1) << 31);
@@ -439,7 +451,7 @@ struct Parser {
       int found = 0;
       for (const char* k : kinds) found += o.has(k);
       if (found != 1 || n.members.size() != 1)
-        fail(path, "unknown argument form (a buffer name, {\"buf\": ...}, {\"var\": ...}, {\"local\": bytes}, or one scalar: "
+        fail(path, "unknown argument form (a buffer name, {\"buf\": ...}, {\"var\": ...}, {\"local\": bytes}, {\"bytes\": \"<hex>\"}, or one scalar: "
                    "{\"i8\"|\"i16\"|\"i32\"|\"i64\"|\"u8\"|\"u16\"|\"u32\"|\"u64\"|\"f32\"|\"f64\": value})");
       const std::string& key = n.members[0].first;
       const JNode& v = *o.opt(key);

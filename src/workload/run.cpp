@@ -108,6 +108,7 @@ class Runner {
             args.emplace_back(a.as_given ? Arg(vars_[a.variable].as(a.dtype)) : Arg(vars_[a.variable]));
             break;
           case ArgSpec::Kind::local: args.emplace_back(LocalMem{a.local_bytes}); break;
+          case ArgSpec::Kind::bytes: args.emplace_back(encore::bytes(a.bytes.data(), a.bytes.size())); break;
         }
       templates_.push_back(std::move(args));
     }

@@ -297,6 +297,16 @@ class Saver {
                 break;
               }
               case Arg::Kind::local: s += "{\"local\": " + std::to_string(a.local_bytes) + "}"; break;
+              case Arg::Kind::bytes: {
+                static const char* hex = "0123456789abcdef";
+                s += "{\"bytes\": \"";
+                for (unsigned char c : *a.value) {
+                  s += hex[c >> 4];
+                  s += hex[c & 15];
+                }
+                s += "\"}";
+                break;
+              }
             }
           }
           s += "], \"global\": " + sizes_json(it.global, detail::child(path, "global"));

@@ -105,7 +105,7 @@ Compiled validate(const Workload& w, const Device& dev) {
       const KernelParam& p = params[j];
       std::string ap = index(child(path, "args"), j);
       auto mismatch = [&](const std::string& want) {
-        static constexpr const char* forms[] = {"a buffer", "a scalar", "a variable", "__local memory"};
+        static constexpr const char* forms[] = {"a buffer", "a scalar", "a variable", "__local memory", "bytes"};
         fail(ap, std::string(forms[static_cast<int>(a.kind)]) + " given for " + param_name(p, j) + ", which takes " + want);
       };
       if (p.is_pointer && p.space == AddressSpace::local) {
@@ -132,6 +132,13 @@ Compiled validate(const Workload& w, const Device& dev) {
         if (acc == Access::in) fresh_read(a.buffer, ap, "kernel " + k.name() + " parameter " + std::to_string(j) + " (" + (p.const_data ? "const " : "") + p.type_name + " " + p.name + ")");
         if (acc != Access::in) written[a.buffer] = true;
         c.access.back()[j] = acc;
+      } else if (a.kind == ArgSpec::Kind::bytes || p.by_value_aggregate()) {
+        if (p.type_name.rfind("image", 0) == 0 || p.type_name == "sampler_t" || p.type_name == "event_t")
+          fail(ap, param_name(p, j) + " has a type workload files cannot pass");
+        if (a.kind != ArgSpec::Kind::bytes) mismatch("{\"bytes\": \"<hex>\"} (a by-value " + p.type_name + ")");
+        if (p.value_bytes && a.bytes.size() != p.value_bytes)
+          fail(ap, std::to_string(a.bytes.size()) + " bytes given for " + param_name(p, j) + ", which takes " + std::to_string(p.value_bytes) +
+                       " (sizeof(" + p.type_name + ") in OpenCL C)");
       } else {
         if (!p.scalar) fail(ap, param_name(p, j) + " has a type workload files cannot pass");
         std::string want = std::string(encore::name(*p.scalar));
