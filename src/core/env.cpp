@@ -61,4 +61,9 @@ const std::string& profile() {
   return path;
 }
 
+bool check_signatures() {
+  static const bool on = flag("ENCORE_CHECK_SIGNATURES", false);
+  return on;
+}
+
 }  // namespace encore::detail::env

@@ -11,7 +11,9 @@
 //   ENCORE_PROFILING=1 OpenCL queues with profiling                             each queue made
 //   ENCORE_DEBUG=1|2   capture summaries / one line per item run                once per process
 //   ENCORE_PROFILE=f   a Chrome trace of the whole process, written at exit     once per process
-// The last two are read once: replay checks them on its hot path, and a trace covers a whole
+//   ENCORE_CHECK_SIGNATURES=1  every OpenCL program also gets a metadata build, and its
+//                      parameter types must equal the source reader's (tests)  once per process
+// ENCORE_DEBUG and ENCORE_PROFILE are read once: replay checks them on its hot path, and a trace covers a whole
 // process. The others are read at each use, so a program (or a test) may set them in between:
 // encore-bench --trace sets ENCORE_PROFILING before it opens a device.
 // (Tests read ENCORE_TEST_DEVICE_SPLIT, ENCORE_REQUIRE_CL and others themselves: not the library.)
@@ -26,5 +28,6 @@ int verify();                     // ENCORE_VERIFY: N >= 0 (default 0; not a num
 bool profiling();                 // ENCORE_PROFILING set and not "0", or ENCORE_PROFILE set
 int debug();                      // ENCORE_DEBUG: 0, 1 or 2 (a larger number counts as 2)
 const std::string& profile();     // ENCORE_PROFILE: the trace file; "" when unset
+bool check_signatures();          // ENCORE_CHECK_SIGNATURES set and not "0" (default false)
 
 }  // namespace encore::detail::env

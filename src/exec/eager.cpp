@@ -95,7 +95,6 @@ static void check_by_value(const KernelParam& p, const Arg& a, const std::string
                         (!p.type_name.empty() && p.type_name.back() == '3' ? ", where a 3-vector takes the room of 4" : "") + "), got " +
                         std::to_string(a.value->size()) + " bytes");
 }
-}
 
 void Device::launch_args(const Kernel& k, const Sizes& global, const Sizes& local, std::vector<Arg> args, std::string name,
                          Estimate estimate) const {

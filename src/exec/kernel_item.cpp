@@ -80,6 +80,7 @@ void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) 
       }
       case Arg::Kind::scalar: x.kernel->set_arg(ai, size(a.dtype), &a.bits); break;
       case Arg::Kind::local: x.kernel->set_local(ai, a.local_bytes); break;
+      case Arg::Kind::bytes: x.kernel->set_arg(ai, a.value->size(), a.value->data()); break;
       case Arg::Kind::variable: {
         uint32_t v = st.var_ref[ai];
         uint64_t bits = var_arg_bits(*p.vars[v].state(), c.u.vars[v].i, c.u.vars[v].f, a.dtype);
@@ -136,6 +137,7 @@ bool run_kernel_eager(KernelImpl& k, const std::vector<Arg>& args, const Sizes& 
         case Arg::Kind::buffer: bk.set_buffer(i, a.buf.impl()->handle()); break;
         case Arg::Kind::scalar: bk.set_arg(i, size(a.dtype), &a.bits); break;
         case Arg::Kind::local: bk.set_local(i, a.local_bytes); break;
+        case Arg::Kind::bytes: bk.set_arg(i, a.value->size(), a.value->data()); break;
         case Arg::Kind::variable: {
           const VarState& v = *a.var->state();
           VarValue val = var_value(v);

@@ -708,10 +708,7 @@ class ClDevice final : public DeviceImpl {
     }
     return {};
   }
-  static bool check_signatures() {
-    static const bool on = env_flag("ENCORE_CHECK_SIGNATURES", false);
-    return on;
-  }
+  static bool check_signatures() { return env::check_signatures(); }
   cl::ProgramH build_program(const std::string& source, const std::string& opts, const std::vector<unsigned char>* binary) {
     cl_int err = CL_SUCCESS;
     cl::ProgramH p;

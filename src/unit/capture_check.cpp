@@ -215,15 +215,6 @@ std::string bytes_str(const std::vector<unsigned char>& b) {
   return s + (b.size() > 32 ? "..." : "");
 }
 
-std::string item_str(const ExecItem& it) {
-  switch (it.kind) {
-    case ItemKind::kernel: return "kernel " + it.kernel.name();
-    case ItemKind::copy: return "copy";
-    case ItemKind::upload: return "upload (copyin)";
-    case ItemKind::native: return "native call " + (it.name.empty() ? std::string("(unnamed)") : it.name);
-  }
-  return "?";
-}
 
 }  // namespace
 
