@@ -60,7 +60,9 @@ static inline void run_item(Binding& bd, BoundItem& b) {
 // Tracing (encore/profile.hpp): items with events of their own (kernels) by them, others at host times.
 static void run_item_traced(const Plan& p, Binding& bd, BoundItem& b) {
   if (b.ops->replay_event) {
-    if (NativeEvent* ev = b.ops->replay_event(b)) trace_item(*b.dev, ev, p.items[b.item], "replay", b.ld.dims, b.ld.gws);
+    // an event of its own, or none (the NULL device): traced at host times; an empty launch is not
+    NativeEvent* ev = b.ops->replay_event(b);
+    if (ev || !b.ld.empty) trace_item(*b.dev, ev, p.items[b.item], "replay", b.ld.dims, b.ld.gws);
     return;
   }
   run_item(bd, b);
