@@ -173,6 +173,24 @@ TEST(FillCL, OneTimeFillIsPrunedAndRerunWhenItsStateChanges) {
   EXPECT_EQ(get(jit(make(e.dev, seq(32, 0.f)))), seq(32, 4.f, 1.f));
 }
 
+// A fill's value is a constant of the capture: one that differs between call 0 and call 1 is the
+// capture check's error, named as a fill (not as a copyin).
+TEST_P(Fill, AValueThatChangesBetweenCallsIsACaptureError) {
+  const encore::Device& d = env().dev;
+  float v = 1.f;
+  Buffer x = d.alloc<float>(64);
+  auto jit = TinyJit([&](const Buffer& b) { d.fill(b, v); });
+  jit(x);
+  v = 2.f;
+  try {
+    jit(x);
+    ADD_FAILURE() << "no JitError";
+  } catch (const encore::JitError& e) {
+    EXPECT_TRUE(contains(e.what(), "fill value")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "(fill")) << e.what();
+  }
+}
+
 TEST_P(Fill, CFormMatchesTheCppForm) {
   encore_device dev = nullptr;
   ASSERT_EQ(encore_device_open(GetParam() == "NULL" ? "NULL" : nullptr, &dev), ENCORE_OK) << encore_last_error();

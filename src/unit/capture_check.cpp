@@ -297,6 +297,10 @@ void check_same_step(const CallRecord& c0, const CallRecord& c1, const std::vect
       fail("copyin source", source_str(a), source_str(b),
            "Only a copyin from a host span passed to the call (a std::span<const T> argument) uploads that call's bytes on replay; "
            "any other copyin is replayed with call 1's bytes. Copy in from the span argument itself (or a subspan of it) on every call.");
+    if (it.kind == ItemKind::fill && (a.data_bytes != b.data_bytes || a.data_hash != b.data_hash))
+      fail("fill value", "one value", "another value",
+           "A fill inside the step is replayed with call 1's value on every call. A value that changes between calls belongs in a "
+           "buffer passed as an input (or a kernel with a Variable argument).");
     if (a.data_bytes != b.data_bytes || a.data_hash != b.data_hash)
       fail("uploaded host data", std::to_string(a.data_bytes) + " bytes", "other bytes (" + std::to_string(b.data_bytes) + " bytes)",
            "A copyin inside the step is replayed with call 1's bytes on every call. Pass host data that changes as a host span "
