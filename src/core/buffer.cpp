@@ -7,7 +7,7 @@
 
 namespace encore {
 
-using detail::BufferImpl;
+using namespace detail;
 
 namespace detail {
 
@@ -48,24 +48,15 @@ NativeMem* BufferImpl::handle() {
   return v;
 }
 
-Buffer ViewCache::get(const Buffer& in, DType dtype, uint64_t rel, size_t count) {
-  if (rel == 0 && in.dtype() == dtype && in.count() == count) return in;
-  for (auto& [k, v] : slots)
-    if (k == in) return v;
-  // the captured view passed view()'s checks, or is a partial transfer's region (no alignment needed)
-  Buffer v = region(in, dtype, rel, count);
-  if (slots.size() < kMax) {
-    slots.emplace_back(in, v);
-  } else {
-    slots[next] = {in, v};
-    next = static_cast<uint32_t>((next + 1) % kMax);
-  }
-  return v;
+Buffer transfer_range(const Buffer& b, size_t n, size_t off, const char* what) {
+  size_t end = 0;
+  if (n == 0 || __builtin_add_overflow(off, n, &end) || end > b.nbytes())
+    throw ArgumentError(std::string(what) + ": " + std::to_string(n) + " bytes at byte offset " + std::to_string(off) +
+                        " do not fit in " + b.describe() + " (" + std::to_string(b.nbytes()) + " bytes)");
+  if (off == 0 && n == b.nbytes()) return b;
+  const size_t es = size(b.dtype());
+  return off % es == 0 && n % es == 0 ? region(b, b.dtype(), off, n / es) : region(b, DType::u8, off, n);
 }
-
-}  // namespace detail
-
-namespace detail {
 
 size_t checked_bytes(const char* what, size_t count, DType dtype) {
   size_t bytes = 0;
@@ -206,6 +197,25 @@ void Buffer::check_type(DType t, size_t elem, bool known) const {
   if (!known || size(t) != elem || !(t == b.dtype || raw))
     throw ArgumentError("Buffer copy: host element type " + std::string(known ? encore::name(t) : "unknown") +
                         " does not match " + describe());
+}
+
+void Buffer::copyout_bytes(void* dst, size_t n) const {
+  if (!impl_) throw ArgumentError("copyout: null buffer");
+  if (n != impl_->nbytes)
+    throw ArgumentError("copyout: " + std::to_string(n) + " bytes requested, " + describe() + " holds " + std::to_string(impl_->nbytes) +
+                        " (a partial copyout takes an offset: copyout(data, offset))");
+  copyout_bytes(dst, n, 0);
+}
+
+void Buffer::copyout_bytes(void* dst, size_t n, size_t off) const {
+  if (!impl_) throw ArgumentError("copyout: null buffer");
+  if (Recorder* r = current_recorder(); r && !r->allow_copyout)
+    throw JitError("copyout of " + describe() +
+                   " during a capture: its value would steer later host code, which replay never re-runs (frozen silently). "
+                   "Keep host reads out of the captured step, or set CaptureOptions::allow_copyout (JitOptions::capture.allow_copyout) to accept a frozen value");
+  transfer_range(*this, n, off, "copyout");
+  impl_->ensure_allocated();
+  impl_->dev->read(impl_->root()->mem, impl_->offset + off, dst, n);
 }
 
 }  // namespace encore

@@ -287,3 +287,14 @@ void cache_store(const std::string& path, const std::string& key_text, const Cac
 }
 
 }  // namespace encore::detail
+
+namespace encore::detail {
+
+void save_dirty_programs(DeviceImpl& d) {
+  if (!d.programs_dirty.exchange(false)) return;
+  std::lock_guard<std::mutex> lock(d.programs_mu);
+  for (auto& [_, w] : d.programs)
+    if (auto p = w.lock(); p && p->dirty.exchange(false)) p->save();
+}
+
+}  // namespace encore::detail

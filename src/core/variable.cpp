@@ -154,3 +154,23 @@ Variable::As Variable::as(DType t) const {
 }
 
 }  // namespace encore
+
+namespace encore::detail {
+
+uint64_t var_arg_bits(const VarState& v, int64_t iv, double fv, DType as) {
+  uint64_t bits = 0;
+  switch (as) {
+    case DType::f32: { float x = static_cast<float>(fv); std::memcpy(&bits, &x, 4); } break;
+    case DType::f64: std::memcpy(&bits, &fv, 8); break;
+    case DType::i8: case DType::i16: case DType::i32: case DType::i64:
+    case DType::u8: case DType::u16: case DType::u32: case DType::u64:
+      if (!convert_integer(DType::i64, static_cast<uint64_t>(iv), as, bits))
+        throw ArgumentError("variable \"" + v.name + "\" = " + std::to_string(iv) + " does not fit its kernel argument type " +
+                            std::string(name(as)) + " (" + integer_range(as) + ")");
+      break;
+    default: throw ArgumentError("variable \"" + v.name + "\" cannot be passed as " + std::string(name(as)));
+  }
+  return bits;
+}
+
+}  // namespace encore::detail

@@ -60,3 +60,27 @@ const KindOps copy_kind{"copy", operands, operand_name, queue, label, title, des
                         run_eager, submit, bind, point, replay, nullptr};
 
 }  // namespace encore::detail
+
+namespace encore {
+
+using namespace detail;
+
+void Device::copy(const Buffer& dst, const Buffer& src) const {
+  if (!dst || !src) throw ArgumentError("copy: null buffer");
+  if (dst.impl()->dev != shared_impl()) throw ArgumentError("copy: destination " + dst.describe() + " is not on " + id());
+  if (dst.nbytes() != src.nbytes())
+    throw ArgumentError("copy: sizes differ: destination " + dst.describe() + " has " + std::to_string(dst.nbytes()) + " bytes, source " +
+                        src.describe() + " has " + std::to_string(src.nbytes()));
+  // OpenCL rejects overlapping copies (CL_MEM_COPY_OVERLAP) where the NULL device would memmove:
+  // one clear error on every device instead
+  if (dst.overlaps(src))
+    throw ArgumentError("copy: destination " + dst.describe() + " and source " + src.describe() + " overlap");
+  ExecItem item;
+  item.kind = ItemKind::copy;
+  item.dst = dst;
+  item.src = src;
+  run_item_eager(item);
+  record_item(std::move(item));
+}
+
+}  // namespace encore

@@ -80,3 +80,29 @@ const KindOps native_kind{"native", operands, operand_name, queue, label, title,
                           run_eager, submit, bind, point, replay, nullptr};
 
 }  // namespace encore::detail
+
+namespace encore {
+
+using namespace detail;
+
+void Device::run_native(std::shared_ptr<const NativeCall> call, std::vector<Arg> buffers, std::string name) const {
+  if (!call) throw ArgumentError("native call: null");
+  if (call->dev != shared_impl()) throw ArgumentError("native call " + name + ": made for another device than " + id());
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const Arg& a = buffers[i];
+    std::string where = "native call " + name + " buffer " + std::to_string(i);
+    if (a.kind != Arg::Kind::buffer || !a.buf) throw ArgumentError(where + ": expected a buffer (encore::in/out/inout(buf))");
+    if (a.access == Access::none)
+      throw ArgumentError(where + ": state its access with encore::in, encore::out or encore::inout (encore cannot see what native code does)");
+    if (a.buf.impl()->dev != shared_impl()) throw ArgumentError(where + ": " + a.buf.describe() + " is not on " + id());
+  }
+  ExecItem item;
+  item.kind = ItemKind::native;
+  item.native = std::move(call);
+  item.args = std::move(buffers);
+  item.name = std::move(name);
+  run_item_eager(item);
+  record_item(std::move(item));
+}
+
+}  // namespace encore

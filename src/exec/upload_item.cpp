@@ -65,3 +65,45 @@ const KindOps upload_kind{"upload", operands, operand_name, queue, label, title,
                           run_eager, submit, bind, point, replay, nullptr};
 
 }  // namespace encore::detail
+
+namespace encore {
+
+using namespace detail;
+
+void Buffer::copyin_bytes(const void* src, size_t n) const {
+  if (!impl_) throw ArgumentError("copyin: null buffer");
+  if (n != impl_->nbytes)
+    throw ArgumentError("copyin: " + std::to_string(n) + " bytes given, " + describe() + " holds " + std::to_string(impl_->nbytes) +
+                        " (a partial copyin takes an offset: copyin(data, offset))");
+  copyin_bytes(src, n, 0);
+}
+
+void Buffer::copyin_bytes(const void* src, size_t n, size_t off) const {
+  if (!impl_) throw ArgumentError("copyin: null buffer");
+  const Buffer dst = transfer_range(*this, n, off, "copyin");
+  if (Recorder* r = current_recorder()) {
+    // recorded as an upload holding a snapshot: replayed every call, like any other write
+    ExecItem item;
+    item.kind = ItemKind::upload;
+    item.dst = dst;
+    auto p = static_cast<const unsigned char*>(src);
+    item.data = std::make_shared<const std::vector<unsigned char>>(p, p + n);
+    // from a host input: replay uploads what that input holds then (as addresses: `src` may point anywhere)
+    const uintptr_t at = reinterpret_cast<uintptr_t>(p);
+    for (size_t k = 0; k < r->hosts.size(); ++k)
+      if (const uintptr_t h = reinterpret_cast<uintptr_t>(r->hosts[k].first), hn = r->hosts[k].second; at >= h && n <= hn && at - h <= hn - n) {
+        item.host_slot = static_cast<int32_t>(k);
+        item.host_offset = at - h;
+        break;
+      }
+    run_item_eager(item);
+    r->items.push_back(std::move(item));
+    return;
+  }
+  BufferImpl& d = *dst.impl();
+  d.ensure_allocated();
+  enqueue_upload(d, static_cast<const unsigned char*>(src), n, true);
+  d.bump();
+}
+
+}  // namespace encore

@@ -1,0 +1,39 @@
+#pragma once
+// What an encore::Event refers to: one queue's event, or several (src/core/event.cpp).
+#include <memory>
+#include <vector>
+#include "core/device_impl.hpp"
+
+namespace encore::detail {
+
+// What an encore::Event refers to.
+struct EventImpl {
+  virtual ~EventImpl() = default;
+  virtual void wait() = 0;
+  virtual bool done() = 0;
+};
+
+// An event of one device's queue; released with it.
+struct QueueEvent final : EventImpl {
+  QueueEvent(std::shared_ptr<DeviceImpl> d, NativeEvent* e) : dev(std::move(d)), ev(e) {}
+  ~QueueEvent() override;
+  void wait() override;
+  bool done() override;
+  std::shared_ptr<DeviceImpl> dev;
+  NativeEvent* ev;
+};
+
+// Completes when every part has.
+struct AllEvent final : EventImpl {
+  std::vector<std::shared_ptr<EventImpl>> parts;
+  void wait() override {
+    for (auto& p : parts) p->wait();
+  }
+  bool done() override {
+    for (auto& p : parts)
+      if (!p->done()) return false;
+    return true;
+  }
+};
+
+}  // namespace encore::detail

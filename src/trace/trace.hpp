@@ -1,0 +1,34 @@
+#pragma once
+// Logging, ENCORE_DEBUG output and the trace (src/trace/).
+#include <cstdint>
+#include <string_view>
+#include "encore/exec_item.hpp"
+#include "encore/log.hpp"
+
+namespace encore::detail {
+
+struct DeviceImpl;
+struct NativeEvent;
+
+int debug_level();
+// Tracing (encore/profile.hpp): whether recording, a host span, and an enqueued item.
+bool trace_active() noexcept;
+double trace_now_us();
+void trace_span(const char* name, double start_us);  // [start_us, now] on the host track
+struct TraceSpan {
+  explicit TraceSpan(const char* name);
+  ~TraceSpan();
+  const char* name;
+  double start_us;
+};
+// Records an item enqueued on `dev` with its completion event (may be null: host times only).
+void trace_item(DeviceImpl& dev, NativeEvent* ev, const ExecItem& item, const char* phase, uint32_t dims, const size_t* gws);
+// A device time on the host's clock, given one reference instant read on both (src/trace/profile.cpp).
+double device_to_host_us(uint64_t device_ns, uint64_t ref_device_ns, double ref_host_us);
+// Sends a message to the log sink (encore/log.hpp); by default printed only at ENCORE_DEBUG >= 1.
+void log(LogLevel level, std::string_view message);
+
+// ENCORE_DEBUG=2 line for an item that just ran.
+void debug_print_item(const ExecItem& item, uint32_t dims, const size_t* gws, const size_t* lws, uint64_t device_ns, double host_us);
+
+}  // namespace encore::detail
