@@ -23,7 +23,7 @@ std::string entry_path(const Device& dev, const std::string& dir, const std::str
 void forget_in_memory(const Device& dev, const std::string& src) {
   detail::DeviceImpl& d = *dev.impl();
   std::lock_guard<std::mutex> lock(d.programs_mu);
-  d.programs.erase({src, ""});
+  std::erase_if(d.programs, [&](const auto& kv) { return kv.first.first == src; });  // (the key holds the headers' bytes too)
 }
 
 std::string fresh_source() {

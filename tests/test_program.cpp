@@ -26,7 +26,8 @@ namespace {
 void forget_in_memory(const Device& dev, const std::string& src, const std::string& opts = "") {
   detail::DeviceImpl& d = *dev.impl();
   std::lock_guard<std::mutex> lock(d.programs_mu);
-  d.programs.erase({src, opts});
+  // the key holds the headers' bytes too: drop every entry of this source and these options
+  std::erase_if(d.programs, [&](const auto& kv) { return kv.first.first == src && kv.first.second.rfind(opts + '\0', 0) == 0; });
 }
 
 std::string disk_path(const Device& dev, const std::string& dir, const std::string& src, const std::string& opts = "") {
@@ -418,6 +419,33 @@ TEST_P(ProgramCl, DiskCacheSeesAnEditedHeader) {
   write_text(hdrs / "sub" / "inner.h", "#define INNER 20\n");
   EXPECT_EQ(compile_and_read(dev, src, opts), std::make_pair(22, false)) << "so is an edit two includes deep";
   EXPECT_EQ(compile_and_read(dev, src, opts), std::make_pair(22, true));
+}
+
+// The in-memory cache too: a program still alive is not reused for the same source once a header
+// it includes was edited (the old program keeps its own code), and is reused while nothing changed.
+TEST_P(ProgramCl, InMemoryCacheSeesAnEditedHeader) {
+  encore_test::ScopedCacheDir cache;
+  const fs::path hdrs = fs::path(cache.path()) / "headers";
+  fs::create_directories(hdrs);
+  write_text(hdrs / "val.h", "#define VAL 31\n");
+  const std::string src = "// " + encore_test::unique_token() + "\n#include \"val.h\"\n__kernel void inc_val(__global int* o) { o[0] = VAL; }\n";
+  const std::string opts = "-I " + hdrs.string();
+  auto run = [&](const Program& p) {
+    Buffer o = dev.alloc<int32_t>(1);
+    dev.launch(p.kernel("inc_val"), {1}, {}, o);
+    return o.copyout<int32_t>()[0];
+  };
+  Program first = dev.compile(src, opts);
+  EXPECT_EQ(run(first), 31);
+  EXPECT_EQ(dev.compile(src, opts).impl(), first.impl()) << "unchanged header: the live program is shared";
+  write_text(hdrs / "val.h", "#define VAL 32\n");
+  Program second = dev.compile(src, opts);
+  EXPECT_NE(second.impl(), first.impl()) << "edited header: a new program";
+  EXPECT_EQ(run(second), 32);
+  EXPECT_EQ(run(first), 31) << "the old program keeps the code it was built from";
+  EXPECT_EQ(dev.compile(src, opts).impl(), second.impl());
+  write_text(hdrs / "val.h", "#define VAL 31\n");
+  EXPECT_EQ(dev.compile(src, opts).impl(), first.impl()) << "the header as it was: the first program, still alive";
 }
 
 // A relative -I. names another directory from another working directory.

@@ -91,8 +91,8 @@ class ENCORE_API Buffer {
   void touch() const;
   uint64_t version() const;
 
-  // Optional label used in error messages and traces.
-  const std::string& name() const;
+  // Optional label used in error messages and traces (a copy: another thread may rename it).
+  std::string name() const;
   Buffer& set_name(std::string name);
 
   bool operator==(const Buffer& o) const { return impl_ == o.impl_; }

@@ -69,10 +69,12 @@ class ENCORE_API Device {
   // for the whole process, and splitting the same device into the same number of parts again gives
   // the same sub-devices (PoCL 3.1 can crash when a sub-device's context is released right after
   // cross-queue work). DeviceError naming the OpenCL status when the device cannot be split so
-  // (parts over its compute units, no CL_DEVICE_PARTITION_EQUALLY); ArgumentError for parts == 0.
+  // (parts over its compute units, no CL_DEVICE_PARTITION_EQUALLY); ArgumentError for parts == 0
+  // or over max_split_parts (each split made lives for the process: the bound keeps that finite).
   // The NULL device splits into `parts` NULL devices ("NULL.0", ...), which is how tests spread
   // work without OpenCL.
   std::vector<Device> split(unsigned parts) const;
+  static constexpr unsigned max_split_parts = 64;
 
   const DeviceInfo& info() const;
   const std::string& id() const { return info().id; }

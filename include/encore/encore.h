@@ -160,7 +160,7 @@ ENCORE_C_API encore_status encore_device_supports(encore_device dev, encore_dtyp
 ENCORE_C_API encore_status encore_device_synchronize(encore_device dev);
 /* Splits the device into `parts` sub-devices (compute units / parts compute units each, one new
  * context shared by them; ids "CL:0.0", "CL:0.1", ...; the NULL device gives NULL devices): out[0..parts-1]
- * receive new handles, each released with encore_device_destroy. parts is 1..1024
+ * receive new handles, each released with encore_device_destroy. parts is 1..64
  * (ENCORE_ERROR_INVALID_ARGUMENT otherwise). On failure (ENCORE_ERROR_DEVICE naming the OpenCL
  * status, e.g. more parts than compute units) no handle is made. */
 ENCORE_C_API encore_status encore_device_split(encore_device dev, unsigned parts, encore_device* out);

@@ -74,6 +74,7 @@
 // after an engine's work, dev.marker() after it is its completion (ExecutionUnit::run does both).
 #include <algorithm>
 #include <any>
+#include <atomic>
 #include <array>
 #include <cstring>
 #include <functional>
@@ -81,6 +82,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -226,6 +228,23 @@ ENCORE_API std::shared_ptr<ArenaPool> make_arena_pool();
 ENCORE_API void jit_note(bool warning, const std::string& line);
 
 // Non-template parts of TinyJit, in the library.
+// A TinyJit's lock. Its step runs under it, so a step that calls its own jit again (operator(),
+// reset, unit_for) on the same thread would deadlock: that is a JitError naming the call instead.
+struct JitLock {
+  std::mutex mu;
+  std::atomic<std::thread::id> holder{};
+};
+class ENCORE_API JitLockGuard {
+ public:
+  JitLockGuard(JitLock& l, const char* op);  // JitError when this thread holds `l` already
+  ~JitLockGuard();
+  JitLockGuard(const JitLockGuard&) = delete;
+  JitLockGuard& operator=(const JitLockGuard&) = delete;
+
+ private:
+  JitLock& l_;
+};
+
 class ENCORE_API JitCore {
  public:
   explicit JitCore(JitOptions o);
@@ -281,7 +300,7 @@ template <class F> class TinyJit {
   // replay these are the SAME buffers as the capture's, overwritten in place.
   template <class... A> std::invoke_result_t<F&, A&&...> operator()(A&&... a) {
     using R = std::invoke_result_t<F&, A&&...>;
-    std::lock_guard<std::mutex> lock(*mu_);
+    detail::JitLockGuard lock(*mu_, "called");
     args_.clear();
     (detail::flatten(args_, a), ...);
     // eager runs of this call see this call's BoundVars, and only those (a Variable the call was
@@ -302,7 +321,7 @@ template <class F> class TinyJit {
 
   // Drops every unit: the next call is call 0 again.
   void reset() {
-    std::lock_guard<std::mutex> lock(*mu_);
+    detail::JitLockGuard lock(*mu_, "reset");
     slots_.clear();
     last_ = nullptr;
     calls_ = 0;
@@ -322,7 +341,7 @@ template <class F> class TinyJit {
   // next_call_replays): for callers that order the call after events on the unit's queues
   // (ExecutionUnit::devices).
   template <class... A> const ExecutionUnit* unit_for(const A&... a) const {
-    std::lock_guard<std::mutex> lock(*mu_);
+    detail::JitLockGuard lock(*mu_, "asked which unit a call replays");
     if (!opt_.enabled || detail::JitCore::capture_active() || slots_.empty()) return nullptr;
     probe_args_.clear();
     (detail::flatten(probe_args_, a), ...);
@@ -494,7 +513,7 @@ template <class F> class TinyJit {
 
   F fn_;
   JitOptions opt_;
-  std::unique_ptr<std::mutex> mu_ = std::make_unique<std::mutex>();  // behind a pointer: TinyJit moves
+  std::unique_ptr<detail::JitLock> mu_ = std::make_unique<detail::JitLock>();  // behind a pointer: TinyJit moves
   std::shared_ptr<detail::ArenaPool> pool_;
   std::vector<std::unique_ptr<Slot>> slots_;
   Slot* last_ = nullptr;

@@ -388,7 +388,7 @@ encore_status encore_device_split(encore_device dev, unsigned parts, encore_devi
     auto d = get<DeviceObj>(dev, "dev");
     need(out, "out");
     if (parts > kMaxSplitParts)
-      fail(ENCORE_ERROR_INVALID_ARGUMENT, "parts: at most " + std::to_string(kMaxSplitParts) + " sub-devices, found " + std::to_string(parts));
+      fail(ENCORE_ERROR_INVALID_ARGUMENT, "parts: at most " + std::to_string(kMaxSplitParts) + " sub-devices, got " + std::to_string(parts));
     std::vector<std::shared_ptr<DeviceObj>> objs;
     for (Device& sub : d->dev.split(parts)) {
       objs.push_back(std::make_shared<DeviceObj>());

@@ -99,7 +99,13 @@ static std::mutex& names_mu() {
   static auto* m = new std::mutex;  // never destroyed: buffers may be described during exit
   return *m;
 }
-const std::string& Buffer::name() const { return need(impl_).name; }
+std::string Buffer::name() const { return detail::name_of(need(impl_)); }
+namespace detail {
+std::string name_of(const BufferImpl& b) {
+  std::lock_guard<std::mutex> lock(names_mu());
+  return b.name;
+}
+}  // namespace detail
 Buffer& Buffer::set_name(std::string n) {
   BufferImpl& b = need(impl_);
   std::lock_guard<std::mutex> lock(names_mu());

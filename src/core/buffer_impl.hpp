@@ -23,7 +23,7 @@ struct BufferImpl {
   size_t count = 0, nbytes = 0;
   std::shared_ptr<BufferImpl> base;  // set for views (always a root)
   size_t offset = 0;                 // bytes into the root
-  std::string name;
+  std::string name;                  // under the names lock: read it with name_of (src/core/buffer.cpp)
   uint64_t capture_id = 0;           // the capture during which this handle was created, 0 if none
   // root only. `mem` is set once, under view_mu, with release order (alloc_bytes before it), so any
   // thread that loads it non-null (acquire, or the seq_cst of a plain read) sees a complete allocation.
@@ -43,6 +43,9 @@ struct BufferImpl {
   NativeMem* handle();
   void bump() { root()->version.fetch_add(1, std::memory_order_relaxed); }
 };
+
+// The buffer's name, read under the lock that Buffer::set_name takes (names change on any thread).
+std::string name_of(const BufferImpl& b);
 
 // `count` elements of `t` at `byte_offset` into `of` (a view, or `of`'s root when that is all of
 // it), without the alignment check of Buffer::view: for the byte ranges of partial transfers (never

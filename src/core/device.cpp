@@ -169,6 +169,9 @@ std::vector<DeviceInfo> Device::list() { return detail::list_opencl(); }
 std::vector<Device> Device::split(unsigned parts) const {
   if (!impl_) throw ArgumentError("use of a null Device");
   if (parts == 0) throw ArgumentError("Device::split: parts must be at least 1 (splitting " + impl_->info.id + ")");
+  if (parts > max_split_parts)
+    throw ArgumentError("Device::split: at most " + std::to_string(max_split_parts) + " parts, got " + std::to_string(parts) + " (splitting " +
+                        impl_->info.id + ")");
   Registry& reg = registry();
   std::lock_guard<std::mutex> lock(reg.mu);
   auto& made = reg.parts[{impl_.get(), parts}];

@@ -60,7 +60,7 @@ struct DeviceImpl : std::enable_shared_from_this<DeviceImpl> {
   DeviceInfo info;
   std::unique_ptr<Allocator> allocator;
   std::mutex programs_mu;
-  // (source, options) -> program, while any handle (a Kernel, an ExecItem) keeps it: a strong cache
+  // (source, options + the included headers' bytes) -> program (src/core/program.cpp), while any handle (a Kernel, an ExecItem) keeps it: a strong cache
   // would make a cycle with the program's own reference to its device
   std::map<std::pair<std::string, std::string>, std::weak_ptr<ProgramImpl>> programs;
   std::atomic<bool> programs_dirty{false};  // a program saw a new launch configuration since its last save

@@ -61,18 +61,21 @@ static detail::BuildResult build_explained(const Device& dev, const std::string&
 
 Program Device::compile(const std::string& source, const std::string& options) const {
   detail::DeviceImpl& d = *shared_impl();
+  // the headers key both caches (an edited header is another program) and hold typedefs
+  const detail::Includes inc = detail::read_includes(source, options);
   std::lock_guard<std::mutex> lock(d.programs_mu);
-  auto key = std::make_pair(source, options);
-  if (auto it = d.programs.find(key); it != d.programs.end())
-    if (auto live = it->second.lock()) return Program(live);
+  // in memory: (source, options and the headers' bytes); a header that could not be read makes a
+  // program that is never shared, since a later compile could not tell whether it changed
+  auto key = std::make_pair(source, options + std::string("\0includes\0", 10) + inc.contents);
+  if (inc.resolved)
+    if (auto it = d.programs.find(key); it != d.programs.end())
+      if (auto live = it->second.lock()) return Program(live);
 
   auto p = std::make_shared<ProgramImpl>();
   p->dev = shared_impl();
   p->source = source;
   p->options = options;
   std::string dir = d.is_null() ? std::string() : detail::env::cache_dir();
-  // the headers key the disk cache (an edited header is another program) and hold typedefs
-  const detail::Includes inc = detail::read_includes(source, options);
   if (!dir.empty() && !inc.resolved) {
     detail::log(LogLevel::info, "program not cached on disk: " + inc.why + ", so the cache could not tell an edited header");
     dir.clear();
@@ -112,7 +115,7 @@ Program Device::compile(const std::string& source, const std::string& options) c
   texts.insert(texts.end(), inc.texts.begin(), inc.texts.end());
   for (const std::string& note : detail::resolve_pointees(p->kernels, texts, options)) detail::log(LogLevel::info, note);
   std::erase_if(d.programs, [](const auto& kv) { return kv.second.expired(); });
-  d.programs[std::move(key)] = p;
+  if (inc.resolved) d.programs[std::move(key)] = p;
   return Program(p);
 }
 

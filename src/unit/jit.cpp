@@ -361,6 +361,21 @@ void jit_note(bool warning, const std::string& line) {
   else if (debug_level() >= 1) log(LogLevel::info, line);
 }
 
+JitLockGuard::JitLockGuard(JitLock& l, const char* op) : l_(l) {
+  // only this thread stores its own id, so a relaxed load that sees it is this thread's own store
+  if (l.holder.load(std::memory_order_relaxed) == std::this_thread::get_id())
+    throw JitError(std::string("TinyJit ") + op +
+                   " from inside its own step (the step calls the jit that is running it): the step runs under the jit's lock, "
+                   "and a call would deadlock. Call it after the jit's call returns, or use another TinyJit");
+  l.mu.lock();
+  l.holder.store(std::this_thread::get_id(), std::memory_order_relaxed);
+}
+
+JitLockGuard::~JitLockGuard() {
+  l_.holder.store(std::thread::id(), std::memory_order_relaxed);
+  l_.mu.unlock();
+}
+
 void JitCore::reset() {
   abandon_capture();
   abandon_warmup();

@@ -265,7 +265,7 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
       p->count = roots[r]->count;
       p->nbytes = roots[r]->nbytes;
       p->capture_id = roots[r]->capture_id;
-      p->name = roots[r]->name;
+      p->name = name_of(*roots[r]);
       placeholder[r] = Buffer(std::move(p));
     }
     Buffer rep = old->base ? region(placeholder[r], old->dtype, old->offset, old->count) : placeholder[r];

@@ -280,7 +280,8 @@ static int test_bounds(encore_device dev, encore_program prog) {
   EXPECT_ERR(encore_jit_create(noop_step, NULL, SIZE_MAX, NULL, &jit), ENCORE_ERROR_INVALID_ARGUMENT, "num_outputs");
   EXPECT_TRUE(jit == NULL);
   REQUIRE_OK(encore_device_open("NULL", &nulldev));
-  EXPECT_ERR(encore_device_split(nulldev, 65536, parts), ENCORE_ERROR_INVALID_ARGUMENT, "at most 1024");
+  EXPECT_ERR(encore_device_split(nulldev, 65536, parts), ENCORE_ERROR_INVALID_ARGUMENT, "at most 64");
+  EXPECT_ERR(encore_device_split(nulldev, 65, parts), ENCORE_ERROR_INVALID_ARGUMENT, "got 65");
 
   uo.max_in_flight = 1u << 26;
   EXPECT_ERR(encore_capture_begin(&uo, &cap), ENCORE_ERROR_INVALID_ARGUMENT, "max_in_flight");
