@@ -98,7 +98,18 @@ int main(void) {
     EXPECT_ERR(encore_device_split(NULL, 2, parts), ENCORE_ERROR_INVALID_HANDLE, "dev");
     EXPECT_ERR(encore_device_split(nulldev, 2, NULL), ENCORE_ERROR_INVALID_ARGUMENT, "out is NULL");
     EXPECT_ERR(encore_device_split(nulldev, 0, parts), ENCORE_ERROR_INVALID_ARGUMENT, "at least 1");
-    if (strcmp(id, "NULL") != 0) EXPECT_ERR(encore_device_split(dev, 1000, parts), ENCORE_ERROR_DEVICE, "compute units");
+    EXPECT_ERR(encore_device_split(dev, 1000, parts), ENCORE_ERROR_INVALID_ARGUMENT, "at most 64 sub-devices, got 1000");
+    if (strcmp(id, "NULL") != 0) {
+      /* 64 parts: more than this machine's compute units (a DeviceError naming them), else made */
+      encore_device many[64] = {NULL};
+      encore_status st = encore_device_split(dev, 64, many);
+      if (st == ENCORE_OK) {
+        for (int i = 0; i < 64; ++i) EXPECT_OK(encore_device_destroy(many[i]));
+      } else {
+        EXPECT_ERR(encore_device_split(dev, 64, many), ENCORE_ERROR_DEVICE, "more parts than compute units");
+        EXPECT_TRUE(many[0] == NULL);
+      }
+    }
     EXPECT_TRUE(parts[0] == NULL); /* nothing made on failure */
     REQUIRE_OK(encore_device_split(nulldev, 3, parts));
     const char *part_id = NULL, *part_name = NULL; /* valid while parts[2] lives */
