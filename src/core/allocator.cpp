@@ -2,7 +2,7 @@
 // fresh allocation is expensive (PoCL: ~28 ms of page faults for 64 MiB).
 #include <bit>
 
-#include "internal.hpp"
+#include "core/allocator.hpp"
 
 namespace encore::detail {
 

@@ -3,7 +3,9 @@
 #include <mutex>
 
 #include "encore/device.hpp"
-#include "internal.hpp"
+#include "core/allocator.hpp"
+#include "core/buffer_impl.hpp"
+#include "exec/recorder.hpp"
 
 namespace encore {
 

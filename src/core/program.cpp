@@ -4,7 +4,8 @@
 
 #include "encore/device.hpp"
 #include "core/env.hpp"
-#include "internal.hpp"
+#include "core/program_impl.hpp"
+#include "trace/trace.hpp"
 #include "core/program_cache.hpp"
 
 namespace encore {

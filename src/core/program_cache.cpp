@@ -15,6 +15,8 @@
 #include <sstream>
 
 #include "core/program_cache.hpp"
+#include "core/program_impl.hpp"
+#include "trace/trace.hpp"
 
 namespace encore::detail {
 

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "internal.hpp"
+#include "core/device_impl.hpp"
 
 namespace encore::detail {
 

@@ -5,7 +5,7 @@
 
 #include "encore/error.hpp"
 #include "encore/variable.hpp"
-#include "internal.hpp"
+#include "core/var_state.hpp"
 #include "core/size_ops.hpp"
 #include "unit/size_ref.hpp"
 

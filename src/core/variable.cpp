@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 
 #include "encore/error.hpp"
-#include "internal.hpp"
+#include "core/scalar.hpp"
+#include "core/var_state.hpp"
 
 namespace encore {
 

@@ -1,7 +1,8 @@
 #include <atomic>
 
 #include "encore/error.hpp"
-#include "internal.hpp"
+#include "exec/recorder.hpp"
+#include "trace/trace.hpp"
 
 namespace encore::detail {
 

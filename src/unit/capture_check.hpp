@@ -23,7 +23,8 @@
 #include <memory>
 #include <vector>
 
-#include "internal.hpp"
+#include "core/buffer_impl.hpp"
+#include "core/var_state.hpp"
 
 namespace encore::detail {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "encore/variable.hpp"
-#include "internal.hpp"
+#include "core/var_state.hpp"
 
 namespace encore::detail {
 
