@@ -14,7 +14,6 @@
 #include "encore/encore.hpp"
 #include "jit_env.hpp"
 
-using encore::Buffer;
 using namespace encore_test;
 
 namespace {
