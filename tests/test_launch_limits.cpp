@@ -13,13 +13,11 @@
 #include "test_util.hpp"
 
 using namespace encore;
+using namespace encore_test;
 
 namespace {
 
-class LaunchLimits : public encore_test::DeviceTest {};
-
-using encore_test::argument_error;
-using encore_test::expect_has;
+class LaunchLimits : public DeviceTest {};
 
 const char* kSrc = R"CL(
 __kernel void lim_fill(__global float* o) { o[get_global_id(0) + get_global_id(1) + get_global_id(2)] = 1.0f; }

@@ -12,13 +12,11 @@
 #include "test_util.hpp"
 
 using namespace encore;
+using namespace encore_test;
 
 namespace {
 
-class Types : public encore_test::DeviceTest {};
-
-using encore_test::argument_error;
-using encore_test::expect_has;
+class Types : public DeviceTest {};
 
 const char* kTyped = R"CL(
 __kernel void widen(__global const double* a, __global long* o) {
