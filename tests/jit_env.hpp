@@ -14,6 +14,13 @@
 
 namespace encore_test {
 
+// The public names the capture/replay tests spell most (they use namespace encore_test).
+using encore::Buffer;
+using encore::JitError;
+using encore::JitOptions;
+using encore::TinyJit;
+using encore::Variable;
+
 // Every kernel the capture/replay tests launch. No test depends on this exact text.
 inline constexpr const char* kJitSrc = R"(
 __kernel void axpb(__global const float* x, __global float* y, float a, float b) { size_t i = get_global_id(0); y[i] = a * x[i] + b; }

@@ -147,6 +147,12 @@ struct Gen {
     defined[id] = ty == Ty::f32;
     return id;
   }
+  // An f32 state of `count` random values that generic ops never write (see protect).
+  int new_protected_state(int count) {
+    int id = new_state(Ty::f32, count, rand_floats(count));
+    protect.push_back(id);
+    return id;
+  }
   int new_temp(int count, Ty ty = Ty::f32) {
     int id = p.add_temp(count, ty, cur);
     defined.push_back(false);
@@ -265,15 +271,8 @@ struct Gen {
   encore::Access out_access() { return chance(0.5) ? encore::Access::out : encore::Access::none; }
 
   void kernel(KId k, std::vector<int> bufs, std::vector<encore::Access> acc, int gsize, float f0 = 0, float f1 = 0) {
-    Op op;
-    op.kind = Op::kernel;
-    op.k = k;
-    op.bufs = std::move(bufs);
-    op.acc = std::move(acc);
-    op.acc.resize(op.bufs.size(), encore::Access::none);
+    Op op = kernel_op(k, std::move(bufs), std::move(acc), f0, f1);
     op.gsize = gsize;
-    op.f0 = f0;
-    op.f1 = f1;
     op.dev = dev_of(op.bufs[0]);
     for (int b : op.bufs)
       if (dev_of(b) != op.dev) throw std::logic_error("property generator: a kernel over buffers of two devices");
@@ -328,8 +327,7 @@ struct Gen {
   // ---- features ----
   void table_temp() {
     int cw = count_pick();
-    int w = new_state(Ty::f32, cw, rand_floats(cw));
-    protect.push_back(w);
+    int w = new_protected_state(cw);
     int src = w;
     if (cw == p.N && o.allow_views && chance(0.3)) src = new_view(w, p.align, p.M);
     int c = p.values[src].count;
@@ -347,10 +345,8 @@ struct Gen {
   // one-time by the rule, while an earlier item reads its bytes (the value of the previous call)
   std::function<void()> table_late_state() {
     int cw = count_pick();
-    int w = new_state(Ty::f32, cw, rand_floats(cw));
-    int ts = new_state(Ty::f32, cw, rand_floats(cw));
-    protect.push_back(w);
-    protect.push_back(ts);
+    int w = new_protected_state(cw);
+    int ts = new_protected_state(cw);
     p.f.table_late_state = true;
     // early read
     int x = operand(cw);
@@ -388,10 +384,8 @@ struct Gen {
   }
   std::function<void()> cycle() {
     int c = count_pick();
-    int a = new_state(Ty::f32, c, rand_floats(c));
-    int b = new_state(Ty::f32, c, rand_floats(c));
-    protect.push_back(a);
-    protect.push_back(b);
+    int a = new_protected_state(c);
+    int b = new_protected_state(c);
     kernel(KId::affine, {a, b}, {encore::Access::none, out_access()}, c, pickf({0.5f, -0.75f}), 0.25f);
     p.f.cycle = true;
     return [this, a, b, c] { cur = dev_of(a); kernel(KId::affine, {b, a}, {encore::Access::none, out_access()}, c, pickf({0.5f, -0.5f}), -0.125f); };

@@ -7,6 +7,7 @@
 // Nothing here shares code with src/unit/prune.cpp or src/unit/memory_planner.cpp.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "encore/device.hpp"
@@ -43,6 +44,20 @@ struct Op {
   int gsize = 0;                      // literal global size
   std::vector<uint32_t> data;         // upload; fill: one word, the value
 };
+
+// A kernel op: k over `bufs` with their accesses (the missing ones Access::none) and its float
+// scalars; the caller sets the global size and the device.
+inline Op kernel_op(KId k, std::vector<int> bufs, std::vector<encore::Access> acc, float f0, float f1) {
+  Op op;
+  op.kind = Op::kernel;
+  op.k = k;
+  op.bufs = std::move(bufs);
+  op.acc = std::move(acc);
+  op.acc.resize(op.bufs.size(), encore::Access::none);
+  op.f0 = f0;
+  op.f1 = f1;
+  return op;
+}
 
 struct HostEvent {
   int before_call = 0;

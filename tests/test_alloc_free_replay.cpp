@@ -114,10 +114,7 @@ void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
 void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
 
-using encore::Buffer;
 using encore::BoundVar;
-using encore::TinyJit;
-using encore::Variable;
 using namespace encore_test;
 
 namespace {

@@ -62,14 +62,7 @@ struct Packed {
 };
 #pragma pack(pop)
 
-template <class F> std::string arg_error(F&& f) {
-  try {
-    f();
-  } catch (const ArgumentError& e) {
-    return e.what();
-  }
-  return "";
-}
+using encore_test::argument_error;
 
 class ByValue : public encore_test::DeviceTest {};
 
@@ -97,19 +90,19 @@ TEST_P(ByValue, WrongSizesAndKindsAreArgumentErrors) {
   Kernel scale = p.kernel("bv_scale"), f3 = p.kernel("bv_f3");
   Buffer x = dev.alloc<float>(8), y = dev.alloc<float>(8);
   const ParStr ps{2.0f, 1};
-  std::string e = arg_error([&] { dev.launch(scale, {8}, {}, x, y, bytes(ps), bytes(std::array<float, 3>{1, 2, 3})); });
+  std::string e = argument_error([&] { dev.launch(scale, {8}, {}, x, y, bytes(ps), bytes(std::array<float, 3>{1, 2, 3})); });
   EXPECT_NE(e.find("argument 3"), std::string::npos) << e;
   EXPECT_NE(e.find("expected 16 bytes"), std::string::npos) << e;
   EXPECT_NE(e.find("got 12 bytes"), std::string::npos) << e;
-  e = arg_error([&] { dev.launch(scale, {8}, {}, x, y, 2.0f, bytes(std::array<float, 4>{})); });
+  e = argument_error([&] { dev.launch(scale, {8}, {}, x, y, 2.0f, bytes(std::array<float, 4>{})); });
   EXPECT_NE(e.find("expected encore::bytes(value) with the 8 bytes of a par_str"), std::string::npos) << e;
-  e = arg_error([&] { dev.launch(scale, {8}, {}, x, y, bytes(int64_t{7}), bytes(std::array<float, 4>{})); });
+  e = argument_error([&] { dev.launch(scale, {8}, {}, x, y, bytes(int64_t{7}), bytes(std::array<float, 4>{})); });
   EXPECT_TRUE(e.empty()) << "an 8-byte value is an 8-byte struct's bytes: " << e;
   // a float3 is 16 bytes, not 12
-  e = arg_error([&] { dev.launch(f3, {8}, {}, y, bytes(std::array<float, 3>{1, 2, 3}), 0.0f); });
+  e = argument_error([&] { dev.launch(f3, {8}, {}, y, bytes(std::array<float, 3>{1, 2, 3}), 0.0f); });
   EXPECT_NE(e.find("a 3-vector takes the room of 4"), std::string::npos) << e;
   // bytes for a scalar parameter must be its size
-  e = arg_error([&] { dev.launch(f3, {8}, {}, y, bytes(std::array<float, 4>{}), bytes(int16_t{1})); });
+  e = argument_error([&] { dev.launch(f3, {8}, {}, y, bytes(std::array<float, 4>{}), bytes(int16_t{1})); });
   EXPECT_NE(e.find("expected 4 bytes"), std::string::npos) << e;
   EXPECT_NO_THROW(dev.launch(f3, {8}, {}, y, bytes(std::array<float, 4>{}), bytes(1.0f)));
   EXPECT_THROW(bytes(nullptr, 4), ArgumentError);

@@ -9,11 +9,6 @@
 #include "encore/encore.hpp"
 #include "jit_env.hpp"
 
-using encore::Buffer;
-using encore::JitError;
-using encore::JitOptions;
-using encore::TinyJit;
-using encore::Variable;
 using namespace encore_test;
 
 namespace {
@@ -350,15 +345,13 @@ TEST(CaptureCheckVerify, VerifyMessageSaysToPassWhatVaries) {
   NEED_CL();
   Env& e = cl();
   float scale = 2.f;
-  JitOptions o;
-  o.verify = 2;
   TinyJit j(
       [&](const Buffer& x) {
         Buffer y = e.dev.alloc<float>(x.count());
         e.dev.launch(e.axpb, {x.count()}, {}, x, y, scale, 0.f);
         return y;
       },
-      o);
+      JitOptions{.verify = 2});
   Buffer x = make(e.dev, seq(8, 1.f));
   j(x);
   j(x);

@@ -35,7 +35,9 @@ struct Pair {
   encore::Kernel affine_a, affine_b, bump_b;
 };
 
-// Two OpenCL devices of one context (tests/device_pair.hpp: ENCORE_TEST_DEVICE_SPLIT), or false.
+// Two OpenCL devices of one context (tests/device_pair.hpp: ENCORE_TEST_DEVICE_SPLIT), or false
+// (the test skips with kNeedsPair).
+constexpr const char* kNeedsPair = "needs two OpenCL devices of one context (POCL_DEVICES=\"pthread pthread\", or a device that splits)";
 bool open_pair(Pair& p) {
   if (!encore_test::have_cl()) return false;
   const encore_test::DevicePair& dp = encore_test::device_pair();
@@ -66,6 +68,11 @@ struct Gate {
   void open() {
     if (ev && !opened) clSetUserEventStatus(ev, CL_COMPLETE);
     opened = true;
+  }
+  // Opens it 50 ms from now: time enough for work that does not wait for the gate to run first.
+  void open_after_a_pause() {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    open();
   }
   // a native item on `d` that, while armed, makes the rest of d's queue wait for the gate
   void item(const Device& d, const Buffer& token) {
@@ -101,7 +108,7 @@ std::vector<float> affine(const std::vector<float>& x, float a, float b) {
 // the writer, held back by the gate, must not hold the copy back.
 TEST(CrossDevice, CopyWaitsForItsWriterNotForLaterWork) {
   Pair p;
-  if (!open_pair(p)) GTEST_SKIP() << "needs two OpenCL devices of one context (POCL_DEVICES=\"pthread pthread\", or a device that splits)";
+  if (!open_pair(p)) GTEST_SKIP() << kNeedsPair;
   Gate gate(p.b);
   Buffer token = p.b.alloc<float>(kN);
   auto step = [&](const Buffer& x) {  // x on b
@@ -134,7 +141,7 @@ TEST(CrossDevice, CopyWaitsForItsWriterNotForLaterWork) {
 // overwrite waits for the copy (the copy sees the bytes of its place in the step).
 TEST(CrossDevice, SourceWaitsOnlyToOverwriteWhatACopyReads) {
   Pair p;
-  if (!open_pair(p)) GTEST_SKIP() << "needs two OpenCL devices of one context (POCL_DEVICES=\"pthread pthread\", or a device that splits)";
+  if (!open_pair(p)) GTEST_SKIP() << kNeedsPair;
   Gate gate(p.a);
   Buffer token = p.a.alloc<float>(kN), probe_token = p.b.alloc<float>(kN);
   cl_event probe = nullptr;
@@ -183,7 +190,7 @@ TEST(CrossDevice, SourceWaitsOnlyToOverwriteWhatACopyReads) {
 // previous call's bytes), in a step where the writer is the step's first item on its device.
 TEST(CrossDevice, CopyWaitsForALateWriter) {
   Pair p;
-  if (!open_pair(p)) GTEST_SKIP() << "needs two OpenCL devices of one context (POCL_DEVICES=\"pthread pthread\", or a device that splits)";
+  if (!open_pair(p)) GTEST_SKIP() << kNeedsPair;
   Gate gate(p.a);
   Buffer token = p.a.alloc<float>(kN);
   auto step = [&](const Buffer& x) {  // x on a
@@ -200,10 +207,7 @@ TEST(CrossDevice, CopyWaitsForALateWriter) {
     Buffer x = encore_test::make(p.a, in);
     gate.armed = call == 3;
     Buffer out = jit(x);
-    if (gate.armed) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // time for a copy that does not wait to run
-      gate.open();
-    }
+    if (gate.armed) gate.open_after_a_pause();
     EXPECT_EQ(encore_test::get(out), affine(in, 2.f, 0.f)) << "call " << call;
   }
 }
@@ -212,7 +216,7 @@ TEST(CrossDevice, CopyWaitsForALateWriter) {
 // still wait for the copy (held back on device a).
 TEST(CrossDevice, WorkAfterTheReplayWaitsForItsCopies) {
   Pair p;
-  if (!open_pair(p)) GTEST_SKIP() << "needs two OpenCL devices of one context (POCL_DEVICES=\"pthread pthread\", or a device that splits)";
+  if (!open_pair(p)) GTEST_SKIP() << kNeedsPair;
   Gate gate(p.a);
   Buffer token = p.a.alloc<float>(kN);
   auto step = [&](const Buffer& x) {  // x on b
@@ -228,10 +232,7 @@ TEST(CrossDevice, WorkAfterTheReplayWaitsForItsCopies) {
     gate.armed = call == 3;
     Buffer out = jit(x);
     p.b.launch(p.bump_b, {kN}, {}, x, 10.f);  // eager, on the copy's source, right after the call
-    if (gate.armed) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      gate.open();
-    }
+    if (gate.armed) gate.open_after_a_pause();
     EXPECT_EQ(encore_test::get(out), in) << "call " << call;
     EXPECT_EQ(encore_test::get(x), affine(in, 1.f, 10.f)) << "call " << call;
   }
@@ -241,7 +242,7 @@ TEST(CrossDevice, WorkAfterTheReplayWaitsForItsCopies) {
 // no item of the step writes it, and the copy still waits for that work.
 TEST(CrossDevice, CopyWaitsForWorkBeforeTheReplay) {
   Pair p;
-  if (!open_pair(p)) GTEST_SKIP() << "needs two OpenCL devices of one context (POCL_DEVICES=\"pthread pthread\", or a device that splits)";
+  if (!open_pair(p)) GTEST_SKIP() << kNeedsPair;
   encore::Kernel bump_a = p.a.compile(kSrc).kernel("bump");
   Gate gate(p.a);
   auto step = [&](const Buffer& x) {  // x on a
@@ -256,10 +257,7 @@ TEST(CrossDevice, CopyWaitsForWorkBeforeTheReplay) {
     if (call == 3) clEnqueueBarrierWithWaitList(encore::opencl::queue(p.a), 1, &gate.ev, nullptr);
     p.a.launch(bump_a, {kN}, {}, x, 10.f);  // eager, before the call
     Buffer out = jit(x);
-    if (call == 3) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      gate.open();
-    }
+    if (call == 3) gate.open_after_a_pause();
     EXPECT_EQ(encore_test::get(out), affine(in, 1.f, 10.f)) << "call " << call;
   }
 }
@@ -268,7 +266,7 @@ TEST(CrossDevice, CopyWaitsForWorkBeforeTheReplay) {
 // its overwriter) leaves the unit usable: the next replay orders its copies afresh and is right.
 TEST(CrossDevice, AFailedReplayLeavesTheUnitUsable) {
   Pair p;
-  if (!open_pair(p)) GTEST_SKIP() << "needs two OpenCL devices of one context (POCL_DEVICES=\"pthread pthread\", or a device that splits)";
+  if (!open_pair(p)) GTEST_SKIP() << kNeedsPair;
   Buffer token = p.b.alloc<float>(kN);
   bool fail = false;
   auto step = [&](const Buffer& x) {  // x on b

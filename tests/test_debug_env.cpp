@@ -10,7 +10,6 @@
 #include "encore/opencl.hpp"
 #include "jit_env.hpp"
 
-using encore::Buffer;
 using namespace encore_test;
 
 namespace {

@@ -19,7 +19,6 @@
 #include "jit_env.hpp"
 #include "../src/opencl/cl_queue.hpp"  // header-only, <CL/cl.h> alone
 
-using encore::Buffer;
 using encore::Device;
 using encore::Event;
 using namespace encore_test;

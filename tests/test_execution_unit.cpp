@@ -14,11 +14,8 @@
 #include "jit_env.hpp"
 #include "unit/unit.hpp"
 
-using encore::Buffer;
 using encore::Capture;
 using encore::ExecutionUnit;
-using encore::JitError;
-using encore::Variable;
 using namespace encore_test;
 
 namespace {

@@ -86,6 +86,7 @@ bool attempt(Outcome& o, const std::string& what, const std::function<void()>& f
 
 // The closure of the step: device, kernels, closure buffers, two inputs to rotate.
 struct World {
+  explicit World(const std::shared_ptr<FaultControl>& c) : dev(encore_test::open_fault_device(c)) {}
   Device dev;
   encore::Program prog;
   encore::Kernel fill, scale, add;
@@ -172,8 +173,7 @@ constexpr int kCalls = 6;
 // A call that fails is retried once at once (the fault fired; the same jit must work again).
 Outcome jit_scenario(const std::shared_ptr<FaultControl>& c, long fail_at, long* calls_used) {
   Outcome o;
-  World w;
-  w.dev = encore_test::open_fault_device(c);
+  World w(c);
   c->arm(fail_at);
   if (w.setup(o)) {
     auto jit = encore::TinyJit([&w](const Buffer& in, encore::BoundVar) { return w.step(in); });
@@ -195,8 +195,7 @@ Outcome jit_scenario(const std::shared_ptr<FaultControl>& c, long fail_at, long*
 // Capture + unit replay by slot; a failed capture is abandoned and made again.
 Outcome unit_scenario(const std::shared_ptr<FaultControl>& c, long fail_at, long* calls_used) {
   Outcome o;
-  World w;
-  w.dev = encore_test::open_fault_device(c);
+  World w(c);
   c->arm(fail_at);
   if (w.setup(o)) {
     encore::ExecutionUnit unit;
@@ -259,8 +258,7 @@ TEST(Faults, EveryBackendCallOfAJitScenario) { every_fault(jit_scenario); }
 // re-points every kernel argument (DESIGN rule 6: after an error the unit is still usable).
 TEST(Faults, RebindAfterAFailedArgumentSetUsesTheNewInput) {
   auto c = make_control();
-  World w;
-  w.dev = encore_test::open_fault_device(c);
+  World w(c);
   Outcome o;
   ASSERT_TRUE(w.setup(o));
   encore::ExecutionUnit unit;
@@ -282,8 +280,7 @@ TEST(Faults, EveryBackendCallOfACaptureAndUnitReplay) { every_fault(unit_scenari
 // while a retry with that value finds nothing to do.
 TEST(Faults, RebindAfterAFailedVariableSetUsesTheNewValue) {
   auto c = make_control();
-  World w;
-  w.dev = encore_test::open_fault_device(c);
+  World w(c);
   Outcome o;
   ASSERT_TRUE(w.setup(o));
   Buffer y;

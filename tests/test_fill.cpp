@@ -10,8 +10,6 @@
 #include "encore/encore.hpp"
 #include "jit_env.hpp"
 
-using encore::Buffer;
-using encore::TinyJit;
 using namespace encore_test;
 
 class Fill : public OnDevices {};

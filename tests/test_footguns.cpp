@@ -8,11 +8,6 @@
 #include "encore/encore.hpp"
 #include "jit_env.hpp"
 
-using encore::Buffer;
-using encore::JitError;
-using encore::JitOptions;
-using encore::TinyJit;
-using encore::Variable;
 using namespace encore_test;
 
 namespace {

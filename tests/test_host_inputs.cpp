@@ -13,9 +13,6 @@
 #include "encore/encore.hpp"
 #include "jit_env.hpp"
 
-using encore::Buffer;
-using encore::JitOptions;
-using encore::TinyJit;
 using namespace encore_test;
 
 namespace {
@@ -37,6 +34,13 @@ auto host_step(Env& e) {
 void fill_seq(std::vector<float>& v, float start, float step = 1.f) {
   const std::vector<float> s = seq(v.size(), start, step);
   std::copy(s.begin(), s.end(), v.begin());
+}
+
+// A new buffer on e's device with v copied in (in a step: a copyin item).
+template <class T> Buffer uploaded(Env& e, std::span<const T> v) {
+  Buffer b = e.dev.alloc<T>(v.size());
+  b.copyin(v);
+  return b;
 }
 
 JitOptions opts() {
@@ -132,13 +136,7 @@ TEST_P(HostInputs, SubspanIntoAnOffset) {
 // Two spans of other element types, and integer indices.
 TEST_P(HostInputs, SeveralSpans) {
   Env& e = env();
-  auto f = [&e](std::span<const int> a, std::span<const double> b) {
-    Buffer ya = e.dev.alloc<int>(a.size());
-    ya.copyin(a);
-    Buffer yb = e.dev.alloc<double>(b.size());
-    yb.copyin(b);
-    return std::pair{ya, yb};
-  };
+  auto f = [&e](std::span<const int> a, std::span<const double> b) { return std::pair{uploaded(e, a), uploaded(e, b)}; };
   TinyJit jit(f, opts());
   for (int call = 0; call < 6; ++call) {
     std::vector<int> a(10);
@@ -189,11 +187,7 @@ TEST_P(HostInputs, CopyinFromElsewhereStaysFrozen) {
   Env& e = env();
   std::vector<float> closure = seq(16, 1.f);
   auto f = [&e, &closure](std::span<const float> h) {
-    Buffer a = e.dev.alloc<float>(h.size());
-    a.copyin(h);
-    Buffer b = e.dev.alloc<float>(closure.size());
-    b.copyin(closure);
-    return std::pair{a, b};
+    return std::pair{uploaded(e, h), uploaded(e, std::span<const float>(closure))};  // braces: uploaded in this order
   };
   TinyJit jit(f, opts());
   std::vector<float> h = seq(16, 0.f);

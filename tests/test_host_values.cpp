@@ -43,18 +43,8 @@ TEST(HostValues, DtypeNamesRoundTrip) {
   EXPECT_EQ(parse_dtype("bfloat16"), std::nullopt);
 }
 
-template <class F> std::string arg_error(F&& f) {
-  try {
-    f();
-  } catch (const ArgumentError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-void expect_has(const std::string& text, const std::vector<std::string>& words) {
-  for (const std::string& w : words) EXPECT_NE(text.find(w), std::string::npos) << "'" << w << "' missing from: " << text;
-}
+using encore_test::argument_error;
+using encore_test::expect_has;
 
 const char* kSource = R"CL(
 __kernel void hv_put(__global long* o, int a, uint b, long c, ulong d, short e, uchar f, char g) {
@@ -104,22 +94,22 @@ TEST_P(HostValuesDev, OutOfRangeHostValuesNameTheParameterTheValueAndTheRange) {
   Kernel put = k("hv_put");
   Buffer o = dev.alloc<int64_t>(7);
   const size_t big = size_t{1} << 40;
-  std::string e = arg_error([&] { dev.launch(put, {1}, {}, o, big, 0, 0, 0, 0, 0, 0); });
+  std::string e = argument_error([&] { dev.launch(put, {1}, {}, o, big, 0, 0, 0, 0, 0, 0); });
   expect_has(e, {"kernel hv_put", "argument 1", "int a", "1099511627776", "u64", "i32 holds -2147483648 to 2147483647"});
-  e = arg_error([&] { dev.launch(put, {1}, {}, o, 0, -1, 0, 0, 0, 0, 0); });
+  e = argument_error([&] { dev.launch(put, {1}, {}, o, 0, -1, 0, 0, 0, 0, 0); });
   expect_has(e, {"argument 2", "uint b", "-1", "u32 holds 0 to 4294967295"});
-  e = arg_error([&] { dev.launch(put, {1}, {}, o, 0, 0, 0, -1LL, 0, 0, 0); });
+  e = argument_error([&] { dev.launch(put, {1}, {}, o, 0, 0, 0, -1LL, 0, 0, 0); });
   expect_has(e, {"argument 4", "ulong d", "-1", "u64 holds 0 to 18446744073709551615"});
-  e = arg_error([&] { dev.launch(put, {1}, {}, o, 0, 0, UINT64_MAX, 0, 0, 0, 0); });
+  e = argument_error([&] { dev.launch(put, {1}, {}, o, 0, 0, UINT64_MAX, 0, 0, 0, 0); });
   expect_has(e, {"argument 3", "long c", "18446744073709551615", "i64 holds"});
-  e = arg_error([&] { dev.launch(put, {1}, {}, o, 0, 0, 0, 0, 40000, 0, 0); });
+  e = argument_error([&] { dev.launch(put, {1}, {}, o, 0, 0, 0, 0, 40000, 0, 0); });
   expect_has(e, {"argument 5", "short e", "40000", "i16 holds -32768 to 32767"});
-  e = arg_error([&] { dev.launch(put, {1}, {}, o, 0, 0, 0, 0, 0, 256, 0); });
+  e = argument_error([&] { dev.launch(put, {1}, {}, o, 0, 0, 0, 0, 0, 256, 0); });
   expect_has(e, {"argument 6", "uchar f", "256", "u8 holds 0 to 255"});
-  e = arg_error([&] { dev.launch(put, {1}, {}, o, 0, 0, 0, 0, 0, 0, 200u); });
+  e = argument_error([&] { dev.launch(put, {1}, {}, o, 0, 0, 0, 0, 0, 0, 200u); });
   expect_has(e, {"argument 7", "char g", "200", "i8 holds -128 to 127"});
   // floats never become integers, nor integers floats
-  e = arg_error([&] { dev.launch(k("hv_int"), {1}, {}, dev.alloc<int32_t>(1), 1.5f); });
+  e = argument_error([&] { dev.launch(k("hv_int"), {1}, {}, dev.alloc<int32_t>(1), 1.5f); });
   expect_has(e, {"int n", "expected i32, got f32"});
   // the device stays usable: the same launch with fitting values runs
   dev.launch(put, {1}, {}, o, 1, 2, 3, 4, 5, 6, 7);
@@ -184,13 +174,13 @@ TEST_P(HostValuesDev, IntVariableWidensToLongParameters) {
   }
   EXPECT_GE(jit.calls(), 6u);
   // a negative value for the ulong parameter is refused before anything runs, naming the variable
-  std::string e = arg_error([&] { jit(out, v.bind(1), u.bind(-1), s.bind(1)); });
+  std::string e = argument_error([&] { jit(out, v.bind(1), u.bind(-1), s.bind(1)); });
   expect_has(e, {"\"u\" = -1", "u64"});
   jit(out, v.bind(2), u.bind(3), s.bind(3));  // the jit stays usable
   if (is_cl()) { EXPECT_EQ(out.copyout<int64_t>(), (std::vector<int64_t>{2, 3, 3, 3, 3, 3, 3, 3})); }
   // eager work refuses it the same way
   u.bind(-1);
-  e = arg_error([&] { dev.launch(wide, {2}, {}, o, v, u, s, s); });
+  e = argument_error([&] { dev.launch(wide, {2}, {}, o, v, u, s, s); });
   expect_has(e, {"\"u\" = -1", "u64 holds 0 to"});
 }
 
@@ -223,18 +213,18 @@ TEST_P(HostValuesDev, ExplicitAsMustMatchTheParameter) {
   Kernel wide = k("hv_wide");
   Variable v{"v", 0, 10};
   Buffer o = dev.alloc<int64_t>(4);
-  std::string e = arg_error([&] { dev.launch(wide, {1}, {}, o, v.as(DType::i32), 0, 0, 0); });
+  std::string e = argument_error([&] { dev.launch(wide, {1}, {}, o, v.as(DType::i32), 0, 0, 0); });
   expect_has(e, {"argument 1", "long v", "expected i64", "as(DType::i32) given"});
   dev.launch(wide, {1}, {}, o, v.as(DType::i64), v.as(DType::u64), v.as(DType::i32), v.as(DType::i16));  // the matching types
   EXPECT_THROW((void)v.as(DType::boolean), ArgumentError);
   EXPECT_THROW((void)v.as(DType::bf16), ArgumentError);
   // a float variable is passed as its own type only
-  e = arg_error([&] { dev.launch(k("hv_int"), {1}, {}, dev.alloc<int32_t>(1), Variable::f32("lr")); });
+  e = argument_error([&] { dev.launch(k("hv_int"), {1}, {}, dev.alloc<int32_t>(1), Variable::f32("lr")); });
   expect_has(e, {"int n", "expected i32", "\"lr\""});
   // an int variable's value that does not fit a narrower parameter: named at launch
   Variable big{"big", 0, 100000};
   big.bind(40000);
-  e = arg_error([&] { dev.launch(wide, {1}, {}, o, 0, 0, 0, big); });
+  e = argument_error([&] { dev.launch(wide, {1}, {}, o, 0, 0, 0, big); });
   expect_has(e, {"\"big\" = 40000", "i16", "-32768 to 32767"});
 }
 
@@ -289,7 +279,7 @@ TEST_P(HostValuesDev, Bf16BuffersStoreAndReachUshortParameters) {
   Buffer o = dev.alloc<float>(4);
   dev.launch(k("hv_bf16"), {4}, {}, x, o);
   if (is_cl()) { EXPECT_EQ(o.copyout<float>(), (std::vector<float>{2.f, -4.f, 6.28125f, 0x1p-125f})); }
-  std::string e = arg_error([&] { dev.launch(k("hv_halfload"), {4}, {}, x, o); });
+  std::string e = argument_error([&] { dev.launch(k("hv_halfload"), {4}, {}, x, o); });
   expect_has(e, {"half* h", "expected a buffer of f16", "bf16[4]"});
   // replay == eager, with an upload of bf16 bits inside the step and a bf16 output
   auto step = [&](const Buffer& in) {
@@ -343,7 +333,7 @@ TEST_P(HostValuesDev, F16WhereTheDeviceSupportsIt) {
     Kernel hs = dev.compile(arith).kernel("hv_hscale");
     dev.launch(hs, {4}, {}, hb, half{0x4000});  // x 2
     if (is_cl()) { EXPECT_EQ(hb.copyout<uint16_t>(), (std::vector<uint16_t>{0x4000, 0xc400, 0x3c00, 0x7c00})); }
-    std::string e = arg_error([&] { dev.launch(hs, {4}, {}, hb, 2.0f); });
+    std::string e = argument_error([&] { dev.launch(hs, {4}, {}, hb, 2.0f); });
     expect_has(e, {"half s", "expected f16, got f32"});
   } else {
     try {

@@ -15,10 +15,6 @@
 #include "encore/encore.hpp"
 #include "jit_env.hpp"
 
-using encore::Buffer;
-using encore::JitOptions;
-using encore::TinyJit;
-using encore::Variable;
 using namespace encore_test;
 
 namespace {
@@ -446,9 +442,7 @@ TEST(TinyJitVerify, OptionCatchesHostFrozenValue) {
   NEED_CL();
   Env& e = cl();
   float scale = 2.f;
-  JitOptions o;
-  o.verify = 3;
-  TinyJit jit(FrozenStep{&e, &scale}, o);
+  TinyJit jit(FrozenStep{&e, &scale}, JitOptions{.verify = 3});
   Buffer x = make(e.dev, seq(16, 1.f));
   jit(x);
   jit(x);
@@ -491,9 +485,7 @@ TEST(TinyJitVerify, StateChangesAreComparedAndRestored) {
       e.dev.launch(e.addk, {s.count()}, {}, s, bump);
     };
   };
-  JitOptions o;
-  o.verify = 4;
-  TinyJit jit(make_f(sj), o);
+  TinyJit jit(make_f(sj), JitOptions{.verify = 4});
   auto fe = make_f(se);
   Buffer x = make(e.dev, seq(16, 1.f));
   for (int call = 0; call < 5; ++call) {
@@ -853,9 +845,7 @@ TEST(TinyJitAliasing, DecodeLoopWithVerifyAndFreeIntermediates) {
     e.dev.launch(e.axpb, {x.count()}, {}, t, y, 0.5f, 1.f);
     return y;
   };
-  JitOptions o;
-  o.verify = 4;
-  TinyJit jit(f, o);
+  TinyJit jit(f, JitOptions{.verify = 4});
   Buffer xj = make(e.dev, seq(32, 1.f, 2.f)), xe = make(e.dev, seq(32, 1.f, 2.f));
   ASSERT_NO_FATAL_FAILURE(decode_loop(jit, f, xj, xe, 8, false, [&](int call) {
     if (call == 5) jit.unit().free_intermediates();

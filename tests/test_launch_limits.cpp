@@ -13,23 +13,11 @@
 #include "test_util.hpp"
 
 using namespace encore;
+using namespace encore_test;
 
 namespace {
 
-class LaunchLimits : public encore_test::DeviceTest {};
-
-template <class F> std::string argument_error(F&& f) {
-  try {
-    f();
-  } catch (const ArgumentError& e) {
-    return e.what();
-  }
-  return "(no ArgumentError)";
-}
-
-void expect_has(const std::string& text, const std::vector<std::string>& words) {
-  for (const std::string& w : words) EXPECT_NE(text.find(w), std::string::npos) << "'" << w << "' missing from: " << text;
-}
+class LaunchLimits : public DeviceTest {};
 
 const char* kSrc = R"CL(
 __kernel void lim_fill(__global float* o) { o[get_global_id(0) + get_global_id(1) + get_global_id(2)] = 1.0f; }

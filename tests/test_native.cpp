@@ -13,8 +13,6 @@
 #include <clblast_c.h>
 #endif
 
-using encore::Buffer;
-using encore::TinyJit;
 using namespace encore_test;
 
 namespace {

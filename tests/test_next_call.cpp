@@ -8,9 +8,6 @@
 #include "encore/encore.hpp"
 #include "jit_env.hpp"
 
-using encore::Buffer;
-using encore::JitOptions;
-using encore::TinyJit;
 using namespace encore_test;
 
 namespace {

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "encore/device.hpp"
@@ -291,19 +292,12 @@ TEST(Property, EagerEqualsReplayAndHostReference) {
   if (single_seed() || ss.size() < 100) return;
   // the generator must actually exercise what the rules are about
   const int want = static_cast<int>(ss.size()) / 10;
-  EXPECT_GE(c.arena_reuse, want);
-  EXPECT_GE(c.pruned_seeds, want);
-  EXPECT_GE(c.loop_carried, want);
-  EXPECT_GE(c.host_update_replay, want);
-  EXPECT_GE(c.host_update_hits_one_time, want);
-  EXPECT_GE(c.input_written, want);
-  EXPECT_GE(c.var_size, want);
-  EXPECT_GE(c.var_scalar, want);
-  EXPECT_GE(c.fills, want);
-  EXPECT_GE(c.counter, want);
-  EXPECT_GE(c.rng, want);
-  EXPECT_GE(c.cycle, want);
-  EXPECT_GE(c.late_table, want);
+  const std::pair<const char*, int> seen[] = {
+      {"arena_reuse", c.arena_reuse}, {"pruned_seeds", c.pruned_seeds}, {"loop_carried", c.loop_carried},
+      {"host_update_replay", c.host_update_replay}, {"host_update_hits_one_time", c.host_update_hits_one_time},
+      {"input_written", c.input_written}, {"var_size", c.var_size}, {"var_scalar", c.var_scalar}, {"fills", c.fills},
+      {"counter", c.counter}, {"rng", c.rng}, {"cycle", c.cycle}, {"late_table", c.late_table}};
+  for (const auto& [what, seeds] : seen) EXPECT_GE(seeds, want) << what << ": seeds that exercise it";
   EXPECT_GE(c.feedback, want / 2);
   EXPECT_GE(c.edit_hits_one_time, 1);
   EXPECT_LE(c.worst_ratio, 1.10);
@@ -463,14 +457,7 @@ struct Builder {
   int temp(int count = -1) { return p.add_temp(count < 0 ? p.N : count); }
   int view(int base, int off, int count) { return p.add_view(base, off, count); }
   void k(KId k, std::vector<int> bufs, std::vector<encore::Access> acc = {}, float f0 = 0.5f, float f1 = 0.25f) {
-    Op op;
-    op.kind = Op::kernel;
-    op.k = k;
-    op.bufs = std::move(bufs);
-    op.acc = std::move(acc);
-    op.acc.resize(op.bufs.size(), encore::Access::none);
-    op.f0 = f0;
-    op.f1 = f1;
+    Op op = kernel_op(k, std::move(bufs), std::move(acc), f0, f1);
     op.gsize = k == KId::counter ? 1 : p.values[static_cast<size_t>(op.bufs.back())].count;
     if (k == KId::inplace || k == KId::vprefix || k == KId::rng) op.gsize = p.values[static_cast<size_t>(op.bufs[0])].count;
     op.var_scalar = k == KId::var_add || k == KId::var_scale;
@@ -737,30 +724,31 @@ void expect_seed_passes_unmutated(const MutationResult& m) {
   EXPECT_FALSE(o.plan_check_threw) << "seed " << m.first;
 }
 
+// The mutation behind `flag` over up to 150 seeds (stopping at 5 caught), its count printed and its
+// first caught seed run again unmutated.
+MutationResult mutation_run(const char* name, bool& flag) {
+  MutationResult m = run_mutation(flag, 150, 5);
+  expect_seed_passes_unmutated(m);
+  std::printf("[mutation %s] %d seeds with mismatching bytes, %d caught by the engine's own plan check, of %d (first %llu)\n", name,
+              m.mismatches, m.checker, m.seeds, static_cast<unsigned long long>(m.first));
+  return m;
+}
+
 TEST(PropertyMutation, PruneLikeTinygradIsDetected) {
   if (!cl_device()) GTEST_SKIP() << "no OpenCL device";
-  MutationResult m = run_mutation(encore::testing::prune_like_tinygrad, 150, 5);
-  expect_seed_passes_unmutated(m);
-  std::printf("[mutation prune_like_tinygrad] %d mismatching seeds of %d (first %llu)\n", m.mismatches, m.seeds,
-              static_cast<unsigned long long>(m.first));
+  MutationResult m = mutation_run("prune_like_tinygrad", encore::testing::prune_like_tinygrad);
   EXPECT_GE(m.mismatches, 1) << "tinygrad's pruning rule froze nothing the property run could see";
 }
 
 TEST(PropertyMutation, IgnoredVersionsAreDetected) {
   if (!cl_device()) GTEST_SKIP() << "no OpenCL device";
-  MutationResult m = run_mutation(encore::testing::ignore_versions, 150, 5);
-  expect_seed_passes_unmutated(m);
-  std::printf("[mutation ignore_versions] %d mismatching seeds of %d (first %llu)\n", m.mismatches, m.seeds,
-              static_cast<unsigned long long>(m.first));
+  MutationResult m = mutation_run("ignore_versions", encore::testing::ignore_versions);
   EXPECT_GE(m.mismatches, 1) << "a version check that ignores writes went unnoticed";
 }
 
 TEST(PropertyMutation, BrokenPlannerIsDetected) {
   if (!cl_device()) GTEST_SKIP() << "no OpenCL device";
-  MutationResult m = run_mutation(encore::testing::break_planner, 150, 5);
-  expect_seed_passes_unmutated(m);
-  std::printf("[mutation break_planner] %d seeds with mismatching bytes, %d caught by the engine's own plan check, of %d (first %llu)\n",
-              m.mismatches, m.checker, m.seeds, static_cast<unsigned long long>(m.first));
+  MutationResult m = mutation_run("break_planner", encore::testing::break_planner);
   // Debug builds verify every plan in make_unit (check_plan) and throw before replay; release builds
   // (NDEBUG) replay the broken plan and the byte comparison must catch the collision.
 #ifdef NDEBUG

@@ -19,12 +19,8 @@
 #include "../src/opencl/cl_queue.hpp"  // header-only, <CL/cl.h> alone
 
 using encore::BoundVar;
-using encore::Buffer;
 using encore::Device;
-using encore::JitOptions;
 using encore::Size;
-using encore::TinyJit;
-using encore::Variable;
 using namespace encore_test;
 
 namespace {

@@ -10,9 +10,6 @@
 #include "encore/encore.hpp"
 #include "jit_env.hpp"
 
-using encore::Buffer;
-using encore::JitOptions;
-using encore::TinyJit;
 using namespace encore_test;
 
 namespace {
@@ -93,9 +90,7 @@ TEST_P(Signatures, NewSignatureWarmsUpThenCapturesThenReplays) {
 TEST_P(Signatures, LeastRecentlyUsedIsDroppedPastMaxUnits) {
   Env& e = env();
   auto f = shaped_step(e);
-  JitOptions o;
-  o.max_units = 2;
-  TinyJit jit(f, o);
+  TinyJit jit(f, JitOptions{.max_units = 2});
   Buffer a = make(e.dev, seq(64, 1.f)), b = make(e.dev, seq(32, 1.f)), c = make(e.dev, seq(16, 1.f));
   for (int i = 0; i < 3; ++i) jit(a);
   for (int i = 0; i < 3; ++i) jit(b);
@@ -113,9 +108,7 @@ TEST_P(Signatures, LeastRecentlyUsedIsDroppedPastMaxUnits) {
 TEST_P(Signatures, MaxUnitsOneIsStrict) {
   Env& e = env();
   auto f = shaped_step(e);
-  JitOptions o;
-  o.max_units = 1;
-  TinyJit jit(f, o);
+  TinyJit jit(f, JitOptions{.max_units = 1});
   Buffer a = make(e.dev, seq(64, 1.f)), b = make(e.dev, seq(32, 1.f));
   jit(a), jit(a), jit(a);
   expect_jit_error([&] { jit(b); }, {"input 0", "64", "32"});

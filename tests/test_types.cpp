@@ -12,24 +12,11 @@
 #include "test_util.hpp"
 
 using namespace encore;
+using namespace encore_test;
 
 namespace {
 
-class Types : public encore_test::DeviceTest {};
-
-// The ArgumentError a launch throws, as text ("" when it did not throw).
-template <class F> std::string launch_error(F&& f) {
-  try {
-    f();
-  } catch (const ArgumentError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-void expect_has(const std::string& text, const std::vector<std::string>& words) {
-  for (const std::string& w : words) EXPECT_NE(text.find(w), std::string::npos) << "'" << w << "' missing from: " << text;
-}
+class Types : public DeviceTest {};
 
 const char* kTyped = R"CL(
 __kernel void widen(__global const double* a, __global long* o) {
@@ -43,15 +30,15 @@ TEST_P(Types, MismatchedElementTypeIsAnArgumentError) {
   Kernel widen = p.kernel("widen"), fset = p.kernel("fset");
   Buffer a = dev.alloc<float>(4).set_name("a");
   Buffer o = dev.alloc<int32_t>(4).set_name("o");
-  std::string e = launch_error([&] { dev.launch(widen, {4}, {}, a, o); });
+  std::string e = argument_error([&] { dev.launch(widen, {4}, {}, a, o); });
   expect_has(e, {"kernel widen", "argument 0", "double* a", "expected a buffer of f64", "f32[4] 'a'", "as(DType::f64)"});
   // the second argument is checked as well
   Buffer ad = dev.alloc<double>(4);
-  e = launch_error([&] { dev.launch(widen, {4}, {}, ad, o); });
+  e = argument_error([&] { dev.launch(widen, {4}, {}, ad, o); });
   expect_has(e, {"argument 1", "long* o", "expected a buffer of i64", "i32[4] 'o'"});
   // same size, other type: still a mismatch
   Buffer xi = dev.alloc<int32_t>(4);
-  e = launch_error([&] { dev.launch(fset, {4}, {}, xi); });
+  e = argument_error([&] { dev.launch(fset, {4}, {}, xi); });
   expect_has(e, {"kernel fset", "float* x", "expected a buffer of f32", "i32[4]"});
   // the right types run
   Buffer od = dev.alloc<int64_t>(4);
@@ -62,7 +49,7 @@ TEST_P(Types, MismatchedElementTypeIsAnArgumentError) {
   }
   // a view keeps its element type: a view of the wrong type is refused too, one of the right type runs
   Buffer big = dev.alloc<int32_t>(256);
-  e = launch_error([&] { dev.launch(fset, {4}, {}, big.view(0, 4)); });
+  e = argument_error([&] { dev.launch(fset, {4}, {}, big.view(0, 4)); });
   expect_has(e, {"expected a buffer of f32"});
   dev.launch(fset, {4}, {}, big.view(0, 4).as(DType::f32));
 }
@@ -72,13 +59,13 @@ TEST_P(Types, MismatchIsRefusedWhileCapturingAndThroughTinyJit) {
   Buffer xi = dev.alloc<int32_t>(8);
   {
     Capture cap;
-    std::string e = launch_error([&] { dev.launch(fset, {8}, {}, xi); });
+    std::string e = argument_error([&] { dev.launch(fset, {8}, {}, xi); });
     expect_has(e, {"kernel fset", "expected a buffer of f32"});
     EXPECT_EQ(cap.items_recorded(), 0u) << "a refused launch is not recorded";
   }
   auto jit = TinyJit([&](const Buffer& x) { dev.launch(fset, {8}, {}, x); });
   for (int call = 0; call < 3; ++call)
-    EXPECT_NE(launch_error([&] { jit(xi); }), "") << "call " << call;
+    EXPECT_NE(argument_error([&] { jit(xi); }), "") << "call " << call;
   Buffer xf = dev.alloc<float>(8);
   for (int call = 0; call < 3; ++call) jit(xf);  // the same jit still works with the right type
   if (is_cl()) {
@@ -114,11 +101,11 @@ __kernel void v3(__global int3* x) { x[get_global_id(0)] += (int3)(1); }
   if (is_cl()) {
     EXPECT_EQ(x.copyout<float>(), (std::vector<float>{2, 4, 6, 8, 10, 12, 14, 16}));
   }
-  expect_has(launch_error([&] { dev.launch(v4, {1}, {}, dev.alloc<float>(6)); }),
+  expect_has(argument_error([&] { dev.launch(v4, {1}, {}, dev.alloc<float>(6)); }),
              {"float4* x", "whole number of float4", "4 f32 elements each", "f32[6]"});
-  expect_has(launch_error([&] { dev.launch(v4, {2}, {}, dev.alloc<int32_t>(8)); }), {"expected a buffer of f32"});
+  expect_has(argument_error([&] { dev.launch(v4, {2}, {}, dev.alloc<int32_t>(8)); }), {"expected a buffer of f32"});
   dev.launch(v3, {2}, {}, dev.alloc<int32_t>(8));
-  expect_has(launch_error([&] { dev.launch(v3, {1}, {}, dev.alloc<int32_t>(3)); }), {"int3* x", "4 i32 elements each"});
+  expect_has(argument_error([&] { dev.launch(v3, {1}, {}, dev.alloc<int32_t>(3)); }), {"int3* x", "4 i32 elements each"});
 }
 
 TEST_P(Types, AliasesInTheSourceResolve) {
@@ -141,8 +128,8 @@ __kernel void al(__global real* a, __global real_t* b, __global const index_t* c
   Kernel k = p.kernel("al");
   Buffer f = dev.alloc<float>(4), u = dev.alloc<uint32_t>(4), d = dev.alloc<double>(4);
   dev.launch(k, {1}, {}, f, f, u, d, f);
-  expect_has(launch_error([&] { dev.launch(k, {1}, {}, u, f, u, d, f); }), {"real* a", "expected a buffer of f32", "u32[4]"});
-  expect_has(launch_error([&] { dev.launch(k, {1}, {}, f, f, f, d, f); }), {"index_t* c", "expected a buffer of u32"});
+  expect_has(argument_error([&] { dev.launch(k, {1}, {}, u, f, u, d, f); }), {"real* a", "expected a buffer of f32", "u32[4]"});
+  expect_has(argument_error([&] { dev.launch(k, {1}, {}, f, f, f, d, f); }), {"index_t* c", "expected a buffer of u32"});
 }
 
 // What encore cannot read is accepted unchecked, and said once at compile (ENCORE_DEBUG=1 prints

@@ -1,6 +1,6 @@
 #pragma once
 // Shared helpers for the foundation tests: device parameterisation, unique kernel sources,
-// temporary cache directories.
+// temporary cache directories, ArgumentError message checks.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -83,6 +83,22 @@ inline std::string unique_token() {
   static const uint64_t seed = std::random_device{}() ^ (uint64_t(std::random_device{}()) << 32);
   static std::atomic<uint64_t> n{0};
   return std::to_string(seed) + "_" + std::to_string(n++);
+}
+
+// The message of the ArgumentError that f() throws, "" when it throws none (other exceptions
+// pass through): expect_has(argument_error([&] { dev.launch(k, {4}, {}, wrong); }), {"x", "f32"}).
+template <class F> std::string argument_error(F&& f) {
+  try {
+    f();
+  } catch (const encore::ArgumentError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Every one of `words` appears in `text`.
+inline void expect_has(const std::string& text, const std::vector<std::string>& words) {
+  for (const std::string& w : words) EXPECT_NE(text.find(w), std::string::npos) << "'" << w << "' missing from: " << text;
 }
 
 // Fixture over a device id; skips when the id is the "none" placeholder.

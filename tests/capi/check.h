@@ -62,4 +62,30 @@ static int checks_report(int aborted) {
   return checks_failed || aborted ? 1 : 0;
 }
 
+/* The main() of a test that runs once on the NULL device and once on the default device (skipped,
+ * with a note, when none opens). On each it compiles `source` (NULL: no program), calls
+ * test(name, dev, prog), then destroys the program and the device; a test that returns non-zero
+ * (a failed REQUIRE_OK) stops the run.
+ *   int main(void) { return run_on_null_and_default(kSource, run_on); } */
+static inline int run_on_null_and_default(const char* source,
+                                          int (*test)(const char* name, encore_device dev, encore_program prog)) {
+  const char* names[2] = {"NULL", NULL};
+  int i;
+  for (i = 0; i < 2; ++i) {
+    encore_device dev = NULL;
+    encore_program prog = NULL;
+    int stop;
+    if (encore_device_open(names[i], &dev) != ENCORE_OK) {
+      fprintf(stderr, "no device %s (%s): skipped\n", names[i] ? names[i] : "(default)", encore_last_error());
+      continue;
+    }
+    if (source) REQUIRE_OK(encore_program_compile(dev, source, NULL, &prog));
+    stop = test(names[i], dev, prog);
+    if (stop) return checks_report(1);
+    if (prog) EXPECT_OK(encore_program_destroy(prog));
+    EXPECT_OK(encore_device_destroy(dev));
+  }
+  return checks_report(0);
+}
+
 #endif

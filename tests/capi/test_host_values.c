@@ -15,9 +15,7 @@ static const char* kSource =
     "__kernel void hvc_bf16(__global const ushort* x, __global float* o) { size_t i = get_global_id(0); o[i] = as_float((uint)x[i] << 16); }\n"
     "__kernel void hvc_flags(__global const uchar* f, __global int* o) { size_t i = get_global_id(0); o[i] = f[i] ? 3 : 4; }\n";
 
-static int run_on(const char* name) {
-  encore_device dev = NULL;
-  encore_program prog = NULL;
+static int run_on(const char* name, encore_device dev, encore_program prog) {
   encore_kernel put = NULL, wide = NULL, bf = NULL, flags = NULL;
   encore_buffer o = NULL, bits = NULL, fo = NULL, fl = NULL, io = NULL;
   encore_variable v = NULL;
@@ -27,13 +25,9 @@ static int run_on(const char* name) {
   int cl, fp16 = -1;
   size_t g1 = 1, g2 = 2, slot = 99;
   int64_t got[3];
-  if (encore_device_open(name, &dev) != ENCORE_OK) {
-    fprintf(stderr, "no device %s (%s): skipped\n", name ? name : "(default)", encore_last_error());
-    return 0;
-  }
+  (void)name; /* the same checks on every device */
   REQUIRE_OK(encore_device_info(dev, &id, &dev_name));
   cl = strncmp(id, "CL", 2) == 0;
-  REQUIRE_OK(encore_program_compile(dev, kSource, NULL, &prog));
   REQUIRE_OK(encore_kernel_create(prog, "hvc_put", &put));
   REQUIRE_OK(encore_kernel_create(prog, "hvc_wide", &wide));
   REQUIRE_OK(encore_kernel_create(prog, "hvc_bf16", &bf));
@@ -151,13 +145,7 @@ static int run_on(const char* name) {
   encore_kernel_destroy(bf);
   encore_kernel_destroy(wide);
   encore_kernel_destroy(put);
-  encore_program_destroy(prog);
-  encore_device_destroy(dev);
   return 0;
 }
 
-int main(void) {
-  if (run_on("NULL")) return checks_report(1);
-  if (run_on(NULL)) return checks_report(1);
-  return checks_report(0);
-}
+int main(void) { return run_on_null_and_default(kSource, run_on); }

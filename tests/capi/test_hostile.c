@@ -165,9 +165,7 @@ static int test_jit_outputs(encore_device dev) {
 
 /* ---- launch sizes that overflow int64 */
 
-static int test_size_overflow(encore_device dev, encore_program prog) {
-  encore_kernel add1 = NULL;
-  encore_buffer x = NULL;
+static int test_size_overflow(encore_device dev, encore_kernel add1, encore_buffer x) {
   encore_variable n = NULL;
   encore_capture cap = NULL;
   encore_unit unit = NULL;
@@ -175,8 +173,6 @@ static int test_size_overflow(encore_device dev, encore_program prog) {
   encore_size g;
   size_t slot = 0, ni = 0, nv = 0;
   const int64_t big = (int64_t)1 << 62;
-  REQUIRE_OK(encore_kernel_create(prog, "add1", &add1));
-  REQUIRE_OK(encore_buffer_alloc(dev, ENCORE_I32, 16, &x));
   REQUIRE_OK(encore_variable_create_int("n", 0, INT64_MAX, &n));
   a = encore_arg_buffer(x);
   /* 4 * 2^62 + 16 wraps to 16, a plausible size: it must be an error, not a launch of 16 */
@@ -200,22 +196,16 @@ static int test_size_overflow(encore_device dev, encore_program prog) {
   EXPECT_OK(encore_unit_run(unit, NULL, 0, NULL));
   encore_unit_destroy(unit);
   encore_variable_destroy(n);
-  encore_buffer_destroy(x);
-  encore_kernel_destroy(add1);
   return 0;
 }
 
 /* ---- enum fields holding values no enumerator has (UBSan must stay silent) */
 
-static int test_bad_enums(encore_device dev, encore_program prog) {
-  encore_kernel add1 = NULL;
-  encore_buffer x = NULL;
+static int test_bad_enums(encore_device dev, encore_kernel add1) {
   encore_variable v = NULL;
   encore_arg a;
   size_t four = 4;
   int32_t bits;
-  REQUIRE_OK(encore_kernel_create(prog, "add1", &add1));
-  REQUIRE_OK(encore_buffer_alloc(dev, ENCORE_I32, 4, &x));
   REQUIRE_OK(encore_variable_create_int("v", 0, 10, &v));
 
   {
@@ -241,8 +231,6 @@ static int test_bad_enums(encore_device dev, encore_program prog) {
     EXPECT_ERR(encore_buffer_adopt(dev, (struct _cl_mem*)1, (encore_dtype)-7, 4, &adopted), ENCORE_ERROR_INVALID_ARGUMENT, "found -7");
   }
   encore_variable_destroy(v);
-  encore_buffer_destroy(x);
-  encore_kernel_destroy(add1);
   return 0;
 }
 
@@ -260,9 +248,7 @@ static encore_status bad_status_step(void* ud, const encore_buffer* in, size_t n
   return (encore_status)-1;
 }
 
-static int test_bounds(encore_device dev, encore_program prog) {
-  encore_kernel add1 = NULL;
-  encore_buffer x = NULL;
+static int test_bounds(encore_device dev, encore_kernel add1, encore_buffer x) {
   encore_capture cap = NULL;
   encore_jit jit = NULL;
   encore_device nulldev = NULL;
@@ -271,8 +257,6 @@ static int test_bounds(encore_device dev, encore_program prog) {
   size_t four = 4;
   encore_unit_options uo = encore_unit_options_default();
   encore_jit_options jo = encore_jit_options_default();
-  REQUIRE_OK(encore_kernel_create(prog, "add1", &add1));
-  REQUIRE_OK(encore_buffer_alloc(dev, ENCORE_I32, 4, &x));
   a = encore_arg_buffer(x);
 
   EXPECT_ERR(encore_launch(dev, add1, &four, NULL, 1, &a, SIZE_MAX), ENCORE_ERROR_INVALID_ARGUMENT, "num_args");
@@ -297,8 +281,6 @@ static int test_bounds(encore_device dev, encore_program prog) {
   encore_jit_destroy(jit);
 
   encore_device_destroy(nulldev);
-  encore_buffer_destroy(x);
-  encore_kernel_destroy(add1);
   return 0;
 }
 
@@ -325,8 +307,7 @@ static int test_values(encore_device dev) {
 
 /* ---- forged handles: a guessed value never works as another type's handle */
 
-static int test_forged_handles(encore_device dev, encore_program prog) {
-  encore_buffer buf = NULL;
+static int test_forged_handles(encore_device dev, encore_program prog, encore_kernel add1, encore_buffer buf) {
   encore_variable var = NULL;
   encore_jit jit = NULL;
   encore_capture cap = NULL;
@@ -334,11 +315,8 @@ static int test_forged_handles(encore_device dev, encore_program prog) {
   encore_event ev = NULL;
   const unsigned shift = sizeof(uintptr_t) >= 8 ? 32 : 20;
   uintptr_t gen, idx;
-  encore_kernel add1 = NULL;
   encore_arg a;
   size_t four = 4;
-  REQUIRE_OK(encore_kernel_create(prog, "add1", &add1));
-  REQUIRE_OK(encore_buffer_alloc(dev, ENCORE_I32, 4, &buf));
   REQUIRE_OK(encore_variable_create_int("i", 0, 10, &var));
   REQUIRE_OK(encore_jit_create(noop_step, NULL, 0, NULL, &jit));
   REQUIRE_OK(encore_capture_begin(NULL, &cap));
@@ -382,17 +360,17 @@ static int test_forged_handles(encore_device dev, encore_program prog) {
     }
   }
   encore_event_destroy(ev);
-  encore_kernel_destroy(add1);
   encore_unit_destroy(unit);
   encore_jit_destroy(jit);
   encore_variable_destroy(var);
-  encore_buffer_destroy(buf);
   return 0;
 }
 
 int main(void) {
   encore_device dev = NULL;
   encore_program prog = NULL;
+  encore_kernel add1 = NULL; /* what the sub-tests launch, on x */
+  encore_buffer x = NULL;
   const char *id = NULL, *name = NULL;
   REQUIRE_OK(encore_device_open(NULL, &dev));
   REQUIRE_OK(encore_device_info(dev, &id, &name));
@@ -403,11 +381,15 @@ int main(void) {
     printf("native callbacks need an OpenCL device: skipped on %s\n", id);
   }
   if (test_jit_outputs(dev)) return 1;
-  if (test_size_overflow(dev, prog)) return 1;
-  if (test_bad_enums(dev, prog)) return 1;
-  if (test_bounds(dev, prog)) return 1;
+  REQUIRE_OK(encore_kernel_create(prog, "add1", &add1));
+  REQUIRE_OK(encore_buffer_alloc(dev, ENCORE_I32, 16, &x));
+  if (test_size_overflow(dev, add1, x)) return 1;
+  if (test_bad_enums(dev, add1)) return 1;
+  if (test_bounds(dev, add1, x)) return 1;
   if (test_values(dev)) return 1;
-  if (test_forged_handles(dev, prog)) return 1;
+  if (test_forged_handles(dev, prog, add1, x)) return 1; /* x is the one live buffer */
+  EXPECT_OK(encore_buffer_destroy(x));
+  EXPECT_OK(encore_kernel_destroy(add1));
   encore_program_destroy(prog);
   encore_device_destroy(dev);
   return checks_report(0);

@@ -4,12 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include "encore/encore.hpp"
 #include "encore/workload.hpp"
 #include "test_util.hpp"
+#include "workload_test_util.hpp"
 
 namespace wl = encore::workload;
 
@@ -86,11 +85,9 @@ TEST(WorkloadBytes, SaveWritesBytesBack) {
     dev.launch(p.kernel("wb_scale"), {64}, {}, x, y, encore::bytes(Par{0.5f, 3}), encore::bytes(std::array<float, 4>{0, 2, 0, 0}));
     cap.add_output(y);
     encore::ExecutionUnit unit = cap.end();
-    const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("encore-wb-" + encore_test::unique_token());
-    std::filesystem::create_directories(dir);
+    const std::filesystem::path dir = encore_test::fresh_dir("encore-wb", encore_test::unique_token());
     wl::save_workload(unit, dir / "b.json");
-    std::ifstream f(dir / "b.json");
-    const std::string text{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+    const std::string text = encore_test::read_text(dir / "b.json");
     EXPECT_NE(text.find("{\"bytes\": \"" + kPar + "\"}"), std::string::npos) << text;
     EXPECT_NE(text.find("{\"bytes\": \"" + kVec + "\"}"), std::string::npos) << text;
     wl::RunOptions opt;

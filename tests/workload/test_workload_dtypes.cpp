@@ -3,76 +3,41 @@
 // variable without "as" taking a long parameter's type; out-of-range forms are errors with their
 // JSON path; a captured unit with converted values saves and runs in the harness.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include "encore/encore.hpp"
 #include "encore/workload.hpp"
-#include "workload/cli.hpp"
+#include "workload_test_util.hpp"
 
 namespace wl = encore::workload;
 using encore::DType;
 
 namespace {
 
-const std::string kData = std::string(ENCORE_TEST_DATA) + "/workload/data/";
+using namespace encore_test;
 
-int run_bench(std::vector<std::string> args, std::string* out = nullptr) {
-  args.insert(args.begin(), "encore-bench");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  testing::internal::CaptureStdout();
-  testing::internal::CaptureStderr();
-  int rc = wl::bench_main(static_cast<int>(argv.size()), argv.data());
-  std::string o = testing::internal::GetCapturedStdout() + testing::internal::GetCapturedStderr();
-  if (out) *out = o;
-  return rc;
-}
-
-std::vector<unsigned char> read_bytes(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
-std::filesystem::path fresh(const std::string& tag) {
-  std::filesystem::path d = std::filesystem::path(testing::TempDir()) / ("encore_wl_dtypes_" + tag + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(d);
-  std::filesystem::create_directories(d);
-  return d;
-}
-
-std::string with(std::string text, const std::string& from, const std::string& to) {
-  size_t at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at != std::string::npos) text.replace(at, from.size(), to);
-  return text;
-}
-
+// A parse with the data folder and a check on the NULL device must refuse `json` at `path`.
 void expect_error(const std::string& json, const std::string& path, const std::string& words) {
-  try {
-    wl::Workload w = wl::parse(json, kData);
-    encore::Device dev = encore::Device::open("NULL");
-    (void)wl::validate(w, dev);
-    ADD_FAILURE() << "no WorkloadError for " << path;
-  } catch (const encore::WorkloadError& e) {
-    EXPECT_EQ(e.path(), path) << e.what();
-    EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
-  }
+  expect_workload_error(
+      [&] {
+        wl::Workload w = wl::parse(json, kData);
+        encore::Device dev = encore::Device::open("NULL");
+        (void)wl::validate(w, dev);
+      },
+      path, words);
 }
 
 }  // namespace
 
 TEST(WorkloadDtypes, BoolAndBf16BuffersWithConvertedScalarsRun) {
   for (const char* device : {"NULL", ""}) {  // "": the default device (OpenCL where there is one)
-    std::filesystem::path dir = fresh(std::string("run") + device);
+    std::filesystem::path dir = fresh_dir("encore_wl_dtypes", std::string("run") + device);
     std::vector<std::string> args{"run", kData + "dtypes.json", "--calls", "3", "--dump", dir.string()};
     if (*device) args.insert(args.end(), {"--device", device});
     std::string out;
-    ASSERT_EQ(run_bench(args, &out), 0) << out;
+    ASSERT_EQ(bench(args, &out), 0) << out;
     if (std::string(device) == "NULL" || encore::Device::open().is_null()) continue;  // NULL runs nothing: its dump holds no results
     wl::Workload w = wl::load(kData + "dtypes.json");
     const size_t xb = static_cast<size_t>(w.find_buffer("x"));
@@ -111,28 +76,27 @@ TEST(WorkloadDtypes, Bf16Rounding) {
 }
 
 TEST(WorkloadDtypes, HostValueFormsAndErrors) {
-  std::ifstream f(kData + "dtypes.json");
-  const std::string base((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::string base = read_text(kData + "dtypes.json");
   // the names in the unknown-dtype message
-  expect_error(with(base, R"("dtype": "bool")", R"("dtype": "boolean")"), "buffers.flags.dtype", "bool bf16");
+  expect_error(replaced(base, R"("dtype": "bool")", R"("dtype": "boolean")"), "buffers.flags.dtype", "bool bf16");
   // an integer that does not fit the short parameter
-  expect_error(with(base, R"({"i32": -2})", R"({"i32": 40000})"), "step[0].args[2]", "value 40000 does not fit parameter 2 (short k)");
+  expect_error(replaced(base, R"({"i32": -2})", R"({"i32": 40000})"), "step[0].args[2]", "value 40000 does not fit parameter 2 (short k)");
   // a float scalar still needs the parameter's type
-  expect_error(with(base, R"({"i32": -2})", R"({"f32": -2})"), "step[0].args[2]", "(write {\"i16\": value})");
+  expect_error(replaced(base, R"({"i32": -2})", R"({"f32": -2})"), "step[0].args[2]", "(write {\"i16\": value})");
   // i16 is a scalar form of its own
-  wl::Workload w = wl::parse(with(base, R"({"i32": -2})", R"({"i16": -2})"), kData);
+  wl::Workload w = wl::parse(replaced(base, R"({"i32": -2})", R"({"i16": -2})"), kData);
   EXPECT_EQ(w.step[0].args[2].dtype, DType::i16);
   // a variable value that does not fit the parameter it widens to
-  expect_error(with(with(base, R"("max": 8, "values": [8, 3])", R"("max": 80000, "values": [8, 70000])"), R"({"var": "n"})",
+  expect_error(replaced(replaced(base, R"("max": 8, "values": [8, 3])", R"("max": 80000, "values": [8, 70000])"), R"({"var": "n"})",
                     R"({"var": "n", "as": "i16"})"),
                "step[1].args[2]", "does not fit");
   // ... and without "as", the parameter's type it takes
-  expect_error(with(with(base, R"("max": 8, "values": [8, 3])", R"("max": 80000, "values": [8, 70000])"), "long n)", "short n)"),
+  expect_error(replaced(replaced(base, R"("max": 8, "values": [8, 3])", R"("max": 80000, "values": [8, 70000])"), "long n)", "short n)"),
                "step[1].args[2]", "variable \"n\" value 70000 (values[1]) does not fit parameter 2 (short n)");
   // "as" takes every integer type but bool
-  w = wl::parse(with(base, R"({"var": "n"})", R"({"var": "n", "as": "i64"})"), kData);
+  w = wl::parse(replaced(base, R"({"var": "n"})", R"({"var": "n", "as": "i64"})"), kData);
   EXPECT_TRUE(w.step[1].args[2].as_given);
-  expect_error(with(base, R"({"var": "n"})", R"({"var": "n", "as": "bool"})"), "step[1].args[2].as", "integer type");
+  expect_error(replaced(base, R"({"var": "n"})", R"({"var": "n", "as": "bool"})"), "step[1].args[2].as", "integer type");
 }
 
 TEST(WorkloadDtypes, SavedUnitWithConvertedValuesRunsInTheHarness) {
@@ -146,13 +110,12 @@ TEST(WorkloadDtypes, SavedUnitWithConvertedValuesRunsInTheHarness) {
   n.bind(5);
   dev.launch(p.kernel("sv"), {1}, {}, o, 3, n, b);  // int to short, int variable to long, bf16 to ushort*
   encore::ExecutionUnit unit = cap.end();
-  std::filesystem::path dir = fresh("save");
+  std::filesystem::path dir = fresh_dir("encore_wl_dtypes", "save");
   wl::save_workload(unit, dir / "u.json");
-  std::ifstream f(dir / "u.json");
-  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::string text = read_text(dir / "u.json");
   EXPECT_NE(text.find(R"({"i16": 3})"), std::string::npos) << text;
   EXPECT_NE(text.find(R"("dtype": "bf16")"), std::string::npos) << text;
   std::string out;
-  EXPECT_EQ(run_bench({"run", (dir / "u.json").string(), "--device", "NULL", "--calls", "3"}, &out), 0) << out;
+  EXPECT_EQ(bench({"run", (dir / "u.json").string(), "--device", "NULL", "--calls", "3"}, &out), 0) << out;
   std::filesystem::remove_all(dir);
 }

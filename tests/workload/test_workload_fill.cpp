@@ -1,16 +1,14 @@
 // A captured fill saved as a workload file: WORKLOAD.md has no fill step, so the saver writes the
 // filled bytes as a const buffer copied into the destination, and the harness replays it as such.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <vector>
 
 #include "encore/encore.hpp"
 #include "encore/workload.hpp"
-#include "workload/cli.hpp"
+#include "workload_test_util.hpp"
 
 namespace wl = encore::workload;
 using encore::Buffer;
@@ -32,11 +30,7 @@ TEST(WorkloadSaveFill, FillIsSavedAsItsBytesAndRunsInTheHarness) {
   cap.add_output(y);
   encore::ExecutionUnit unit = cap.end();
 
-  static std::atomic<int> n{0};
-  std::filesystem::path dir = std::filesystem::path(testing::TempDir()) /
-                              ("encore_save_fill_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  std::filesystem::path dir = encore_test::fresh_dir("encore_save_fill", "step");
   std::filesystem::path file = dir / "step.json";
   wl::save_workload(unit, file, {.name = "fill-step"});
   wl::Workload w = wl::load(file);
@@ -52,11 +46,7 @@ TEST(WorkloadSaveFill, FillIsSavedAsItsBytesAndRunsInTheHarness) {
     std::memcpy(want.data() + 4 * i, &v, 4);
   }
   EXPECT_EQ(wl::initial_bytes(w, src), want);
-  const char* check[] = {"encore-bench", "check", file.c_str(), "--device", "NULL"};
-  testing::internal::CaptureStdout();
-  testing::internal::CaptureStderr();
-  int rc = wl::bench_main(5, check);
-  std::string out = testing::internal::GetCapturedStdout() + testing::internal::GetCapturedStderr();
-  EXPECT_EQ(rc, 0) << out;
+  std::string out;
+  EXPECT_EQ(encore_test::bench({"check", file.string(), "--device", "NULL"}, &out), 0) << out;
   std::filesystem::remove_all(dir);
 }

@@ -6,10 +6,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 
 #include "encore/encore.hpp"
-#include "workload/cli.hpp"
+#include "workload_test_util.hpp"
 #include "workload/json_tree.hpp"
 
 namespace wl = encore::workload;
@@ -17,20 +16,7 @@ using wl::detail::JNode;
 
 namespace {
 
-const std::string kData = std::string(ENCORE_TEST_DATA) + "/workload/data/";
-
-int bench(std::vector<std::string> args, std::string* out = nullptr) {
-  args.insert(args.begin(), "encore-bench");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  testing::internal::CaptureStdout();
-  testing::internal::CaptureStderr();
-  int rc = wl::bench_main(static_cast<int>(argv.size()), argv.data());
-  std::string o = testing::internal::GetCapturedStdout();
-  testing::internal::GetCapturedStderr();
-  if (out) *out = o;
-  return rc;
-}
+using namespace encore_test;
 
 const JNode* member(const JNode& n, const std::string& key) {
   for (const auto& [k, v] : n.members)
@@ -46,8 +32,9 @@ bool devices() { return !encore::Device::list().empty(); }
 
 TEST(WorkloadGbench, SeveralWorkloadsPrintOneTable) {
   if (!devices()) GTEST_SKIP() << "no OpenCL device";
-  std::string out;
-  ASSERT_EQ(bench({"run", kData + "small.json", kData + "vars.json", "--calls", "3", "--device", "CL:0"}, &out), 0) << out;
+  BenchRun r = bench({"run", kData + "small.json", kData + "vars.json", "--calls", "3", "--device", "CL:0"});
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  std::string out = r.out;  // the table alone: stderr is not part of it
   EXPECT_NE(out.find("workload"), std::string::npos) << out;
   EXPECT_NE(out.find("speedup"), std::string::npos) << out;
   EXPECT_NE(out.find("\nsmall-all-features "), std::string::npos) << out;
@@ -59,22 +46,22 @@ TEST(WorkloadGbench, SeveralWorkloadsPrintOneTable) {
   std::filesystem::copy_file(kData + "vars.json", dir / "a.json");
   std::filesystem::copy_file(kData + "vars.json", dir / "b.json");
   std::ofstream(dir / "notes.txt") << "not a workload";
-  ASSERT_EQ(bench({"run", dir.string(), "--calls", "2", "--device", "CL:0"}, &out), 0) << out;
+  r = bench({"run", dir.string(), "--calls", "2", "--device", "CL:0"});
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  out = r.out;
   size_t rows = 0;
   for (size_t at = 0; (at = out.find('\n', at)) != std::string::npos; ++at) ++rows;
   EXPECT_EQ(rows, 3u) << out;  // header + two workloads
   std::filesystem::remove_all(dir / "a.json");
   std::filesystem::remove_all(dir / "b.json");
-  EXPECT_EQ(bench({"run", dir.string()}), 2) << "a folder without workloads is a command-line error";
+  EXPECT_EQ(bench({"run", dir.string()}).rc, 2) << "a folder without workloads is a command-line error";
 }
 
 TEST(WorkloadGbench, JsonHasWhatCompareReads) {
   if (!devices()) GTEST_SKIP() << "no OpenCL device";
   const std::string file = testing::TempDir() + "encore_gbench.json";
-  ASSERT_EQ(bench({"run", kData + "small.json", kData + "vars.json", "--calls", "3", "--device", "CL:0", "--format", "gbench", "--json", file}), 0);
-  std::ifstream f(file);
-  const std::string text{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-  const JNode root = wl::detail::parse_json(text);
+  ASSERT_EQ(bench({"run", kData + "small.json", kData + "vars.json", "--calls", "3", "--device", "CL:0", "--format", "gbench", "--json", file}).rc, 0);
+  const JNode root = wl::detail::parse_json(read_text(file));
   const JNode* ctx = member(root, "context");
   ASSERT_TRUE(ctx);
   for (const char* k : {"date", "host_name", "executable", "num_cpus", "mhz_per_cpu", "caches", "library_build_type"})
@@ -102,12 +89,11 @@ TEST(WorkloadGbench, JsonHasWhatCompareReads) {
   if (std::filesystem::exists(compare) && std::system("python3 -c 'import scipy' >/dev/null 2>&1") == 0) {
     const std::string out = testing::TempDir() + "encore_compare.txt";
     ASSERT_EQ(std::system(("python3 " + compare + " benchmarks " + file + " " + file + " > " + out + " 2>&1").c_str()), 0);
-    std::ifstream c(out);
-    const std::string report{std::istreambuf_iterator<char>(c), std::istreambuf_iterator<char>()};
+    const std::string report = read_text(out);
     EXPECT_NE(report.find("small-all-features/replay"), std::string::npos) << report;
   }
 }
 
 TEST(WorkloadGbench, UnknownFormatIsAnError) {
-  EXPECT_EQ(bench({"run", kData + "small.json", "--format", "csv"}), 2);
+  EXPECT_EQ(bench({"run", kData + "small.json", "--format", "csv"}).rc, 2);
 }

@@ -7,10 +7,13 @@
 #include <fstream>
 
 #include "encore/workload.hpp"
+#include "workload_test_util.hpp"
 
 namespace wl = encore::workload;
 
 namespace {
+
+using namespace encore_test;
 
 // A small valid workload; tests edit one spot of it.
 std::string base(const std::string& buffers_extra = "", const std::string& step = "", const std::string& top_extra = "") {
@@ -23,14 +26,11 @@ std::string base(const std::string& buffers_extra = "", const std::string& step 
 }
 
 // Parses `json`, expecting a WorkloadError whose path is `path` and whose message contains `msg`.
+// The message also starts with the path ("top level" for the empty one).
 void expect_error(const std::string& json, const std::string& path, const std::string& msg = "") {
-  try {
-    wl::parse(json);
-    ADD_FAILURE() << "parsed, expected an error at " << path;
-  } catch (const encore::WorkloadError& e) {
-    EXPECT_EQ(e.path(), path) << e.what();
-    EXPECT_NE(std::string(e.what()).find(msg), std::string::npos) << e.what();
-    EXPECT_EQ(std::string(e.what()).rfind(path.empty() ? "top level" : path, 0), 0u) << e.what();
+  const std::string what = expect_workload_error([&] { wl::parse(json); }, path, msg);
+  if (!what.empty()) {
+    EXPECT_EQ(what.rfind(path.empty() ? "top level" : path, 0), 0u) << what;
   }
 }
 

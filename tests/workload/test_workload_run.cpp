@@ -3,47 +3,23 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include "encore/profile.hpp"
 #include "encore/workload.hpp"
-#include "workload/cli.hpp"
+#include "workload_test_util.hpp"
 #include "workload/json_tree.hpp"
 
 namespace wl = encore::workload;
 
 namespace {
 
-const std::string kData = std::string(ENCORE_TEST_DATA) + "/workload/data/";
-
-struct Result {
-  int rc;
-  std::string out, err;
-};
-
-Result bench(std::vector<std::string> args, const std::function<void(wl::RunOptions&)>& adjust = {}) {
-  args.insert(args.begin(), "encore-bench");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  testing::internal::CaptureStdout();
-  testing::internal::CaptureStderr();
-  int rc = wl::bench_main(static_cast<int>(argv.size()), argv.data(), adjust);
-  Result r{rc, testing::internal::GetCapturedStdout(), testing::internal::GetCapturedStderr()};
-  return r;
-}
+using namespace encore_test;
 
 std::string temp_path(const std::string& name) { return testing::TempDir() + "encore_wl_" + name; }
 
-std::vector<unsigned char> read_file(const std::string& p) {
-  std::ifstream f(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
 // The report's JSON fields, as numbers (strings and null are skipped).
 std::map<std::string, double> report_fields(const std::string& file) {
-  std::vector<unsigned char> b = read_file(file);
-  wl::detail::JNode root = wl::detail::parse_json(std::string(b.begin(), b.end()));
+  wl::detail::JNode root = wl::detail::parse_json(read_text(file));
   std::map<std::string, double> m;
   for (const auto& [k, v] : root.members)
     if (v.kind == wl::detail::JNode::Kind::number) m[k] = v.d;
@@ -61,7 +37,7 @@ template <class T> T element(const std::vector<unsigned char>& b, size_t i) {
 
 TEST(WorkloadRun, SmallAgreesAndReports) {
   std::string json = temp_path("small.json");
-  Result r = bench({"run", kData + "small.json", "--calls", "4", "--rotate", "2", "--json", json});
+  BenchRun r = bench({"run", kData + "small.json", "--calls", "4", "--rotate", "2", "--json", json});
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("agree"), std::string::npos) << r.out;
   auto f = report_fields(json);
@@ -84,9 +60,9 @@ TEST(WorkloadRun, SmallAgreesAndReports) {
 // --trace: a Chrome trace of the run, with the capture phases and the eager and replayed items.
 TEST(WorkloadRun, TraceFile) {
   std::string trace = temp_path("trace.json");
-  Result r = bench({"run", kData + "small.json", "--calls", "4", "--rotate", "2", "--trace", trace});
+  BenchRun r = bench({"run", kData + "small.json", "--calls", "4", "--rotate", "2", "--trace", trace});
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
-  std::vector<unsigned char> b = read_file(trace);
+  std::vector<unsigned char> b = read_bytes(trace);
   std::string text(b.begin(), b.end());
   wl::detail::JNode root = wl::detail::parse_json(text);  // well-formed JSON
   for (const char* s : {"\"traceEvents\"", "\"cat\":\"replay\"", "\"cat\":\"eager\"", "\"name\":\"record\"", "\"name\":\"bind\""})
@@ -96,7 +72,7 @@ TEST(WorkloadRun, TraceFile) {
 
 TEST(WorkloadRun, OptionsMapToJit) {
   std::string json = temp_path("opts.json");
-  Result r = bench({"run", kData + "small.json", "--calls", "3", "--no-prune", "--no-plan", "--json", json});
+  BenchRun r = bench({"run", kData + "small.json", "--calls", "3", "--no-prune", "--no-plan", "--json", json});
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
   auto f = report_fields(json);
   EXPECT_EQ(f["prune"], 0);
@@ -110,19 +86,19 @@ TEST(WorkloadRun, DumpHoldsStateAndLastOutputs) {
   std::string dir = temp_path("dump");
   std::filesystem::remove_all(dir);
   const int calls = 5;
-  Result r = bench({"run", kData + "small.json", "--calls", std::to_string(calls), "--dump", dir});
+  BenchRun r = bench({"run", kData + "small.json", "--calls", std::to_string(calls), "--dump", dir});
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
   for (const char* n : {"s", "table", "counter", "y", "sums"}) EXPECT_TRUE(std::filesystem::exists(dir + "/" + n + ".bin")) << n;
   EXPECT_FALSE(std::filesystem::exists(dir + "/t.bin"));  // temps are not dumped
   EXPECT_FALSE(std::filesystem::exists(dir + "/x.bin"));  // nor inputs
-  EXPECT_EQ(element<int32_t>(read_file(dir + "/counter.bin"), 0), 7 + calls);  // state advanced once per call
+  EXPECT_EQ(element<int32_t>(read_bytes(dir + "/counter.bin"), 0), 7 + calls);  // state advanced once per call
   // y = x·lr + 0.25·i + n for the last call (index 4: input set 4 % 3 = 1, lr = values[0], n = values[1])
   wl::Workload w = wl::load(kData + "small.json");
-  std::vector<unsigned char> x = wl::initial_bytes(w, 0, 1), y = read_file(dir + "/y.bin");
+  std::vector<unsigned char> x = wl::initial_bytes(w, 0, 1), y = read_bytes(dir + "/y.bin");
   ASSERT_EQ(y.size(), 1024u);
   for (size_t i = 0; i < 256; ++i)
     EXPECT_NEAR(element<float>(y, i), element<float>(x, i) * 0.5f + 0.25f * static_cast<float>(i) + 2.0f, 1e-5) << i;
-  std::vector<unsigned char> sums = read_file(dir + "/sums.bin");
+  std::vector<unsigned char> sums = read_bytes(dir + "/sums.bin");
   float total = 0;
   for (size_t i = 0; i < 256; ++i) total += element<float>(y, i);
   EXPECT_NEAR(element<float>(sums, 0) + element<float>(sums, 1), total, 1e-2);
@@ -131,32 +107,32 @@ TEST(WorkloadRun, DumpHoldsStateAndLastOutputs) {
 TEST(WorkloadRun, VariablesSizesAndDtypes) {
   std::string dir = temp_path("dump_vars");
   std::filesystem::remove_all(dir);
-  Result r = bench({"run", kData + "vars.json", "--calls", "3", "--dump", dir});
+  BenchRun r = bench({"run", kData + "vars.json", "--calls", "3", "--dump", dir});
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
-  std::vector<unsigned char> y = read_file(dir + "/y.bin");
+  std::vector<unsigned char> y = read_bytes(dir + "/y.bin");
   EXPECT_EQ(element<int64_t>(y, 0), 7);    // last call (2) binds n = values[2]
   EXPECT_EQ(element<int64_t>(y, 1), 500);  // lr = values[0]
   EXPECT_EQ(element<int64_t>(y, 2), 7);    // the same variable passed as u32
-  std::vector<unsigned char> never = read_file(dir + "/never.bin"), some = read_file(dir + "/some.bin");
+  std::vector<unsigned char> never = read_bytes(dir + "/never.bin"), some = read_bytes(dir + "/some.bin");
   EXPECT_EQ(element<int32_t>(never, 0), 3);  // a size-0 launch does nothing
   EXPECT_EQ(element<int32_t>(some, 0), 99);  // k = 2 on call 1: two elements
   EXPECT_EQ(element<int32_t>(some, 1), 99);
   EXPECT_EQ(element<int32_t>(some, 2), -1);
   wl::Workload w = wl::load(kData + "vars.json");
-  EXPECT_EQ(read_file(dir + "/hb.bin"), wl::initial_bytes(w, static_cast<size_t>(w.find_buffer("h"))));  // f16 bits copied as u16
+  EXPECT_EQ(read_bytes(dir + "/hb.bin"), wl::initial_bytes(w, static_cast<size_t>(w.find_buffer("h"))));  // f16 bits copied as u16
   std::vector<unsigned char> bytes = wl::initial_bytes(w, static_cast<size_t>(w.find_buffer("bytes")), 2 % 3);
-  std::vector<unsigned char> wide = read_file(dir + "/wide.bin");
+  std::vector<unsigned char> wide = read_bytes(dir + "/wide.bin");
   for (size_t i = 0; i < 16; ++i) EXPECT_EQ(element<int16_t>(wide, i), bytes[i] * 3);
 }
 
 TEST(WorkloadRun, NullDevice) {
-  Result r = bench({"run", kData + "small.json", "--device", "NULL", "--calls", "3"});
+  BenchRun r = bench({"run", kData + "small.json", "--device", "NULL", "--calls", "3"});
   EXPECT_EQ(r.rc, 0) << r.out << r.err;
 }
 
 TEST(WorkloadRun, MismatchExitsOneAndNamesIt) {
   // Corrupt the jit's output of call 2 (a replay) to check detection and the message.
-  Result r = bench({"run", kData + "small.json", "--calls", "3"}, [](wl::RunOptions& o) {
+  BenchRun r = bench({"run", kData + "small.json", "--calls", "3"}, [](wl::RunOptions& o) {
     o.after_jit_call = [](size_t call, const std::vector<encore::Buffer>& outs) {
       if (call != 2) return;
       std::vector<float> v = outs[0].copyout<float>();
@@ -174,7 +150,7 @@ TEST(WorkloadRun, CheckValid) {
   EXPECT_EQ(bench({"check", kData + "vars.json"}).rc, 0);
   for (const auto& e : std::filesystem::directory_iterator(std::string(ENCORE_TEST_DATA) + "/../bench/workloads")) {
     if (e.path().extension() != ".json") continue;  // NAME.data folders of saved workloads
-    Result r = bench({"check", e.path().string()});
+    BenchRun r = bench({"check", e.path().string()});
     EXPECT_EQ(r.rc, 0) << e.path() << r.err;
   }
 }
@@ -186,7 +162,7 @@ TEST(WorkloadRun, CommandLineErrors) {
   EXPECT_EQ(bench({"run", kData + "small.json", "--bogus"}).rc, 2);
   EXPECT_EQ(bench({"run", kData + "small.json", "--calls", "x"}).rc, 2);
   EXPECT_EQ(bench({"--help"}).rc, 0);
-  Result r = bench({"run", kData + "small.json", "--device", "CL:99"});
+  BenchRun r = bench({"run", kData + "small.json", "--device", "CL:99"});
   EXPECT_EQ(r.rc, 2);  // a device error
   EXPECT_EQ(bench({"check", kData + "no_such_workload.json"}).rc, 2);
 }
@@ -201,11 +177,11 @@ class WorkloadInvalid : public testing::TestWithParam<InvalidCase> {};
 
 TEST_P(WorkloadInvalid, ExitsTwoWithPath) {
   const InvalidCase& c = GetParam();
-  Result r = bench({"check", kData + c.file});
+  BenchRun r = bench({"check", kData + c.file});
   EXPECT_EQ(r.rc, 2) << r.out << r.err;
   EXPECT_NE(r.err.find(std::string(c.path) + ": "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(c.words), std::string::npos) << r.err;
-  Result run = bench({"run", kData + c.file, "--calls", "2"});
+  BenchRun run = bench({"run", kData + c.file, "--calls", "2"});
   EXPECT_EQ(run.rc, 2) << run.err;
 }
 

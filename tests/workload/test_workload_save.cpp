@@ -2,9 +2,7 @@
 // checked and run by the harness (bench_main, in process); its dumped state and outputs must equal
 // what replaying the unit itself produces from the same initial state.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -13,7 +11,7 @@
 #include "encore/encore.hpp"
 #include "test_util.hpp"
 #include "encore/workload.hpp"
-#include "workload/cli.hpp"
+#include "workload_test_util.hpp"
 
 namespace wl = encore::workload;
 using encore::Buffer;
@@ -21,35 +19,7 @@ using encore::DType;
 
 namespace {
 
-struct Result {
-  int rc;
-  std::string out, err;
-};
-
-Result bench(std::vector<std::string> args) {
-  args.insert(args.begin(), "encore-bench");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  testing::internal::CaptureStdout();
-  testing::internal::CaptureStderr();
-  int rc = wl::bench_main(static_cast<int>(argv.size()), argv.data());
-  Result r{rc, testing::internal::GetCapturedStdout(), testing::internal::GetCapturedStderr()};
-  return r;
-}
-
-std::filesystem::path fresh_dir(const std::string& tag) {
-  static std::atomic<int> n{0};
-  std::filesystem::path p = std::filesystem::path(testing::TempDir()) /
-                            ("encore_save_" + tag + "_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
-  std::filesystem::remove_all(p);
-  std::filesystem::create_directories(p);
-  return p;
-}
-
-std::vector<unsigned char> read_file(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
+using namespace encore_test;
 
 std::vector<unsigned char> bytes_of(const Buffer& b) {
   std::vector<unsigned char> v(b.nbytes());
@@ -231,7 +201,6 @@ void check_structure(const Captured& c, const wl::Workload& w) {
   EXPECT_EQ(lr.fvalues, std::vector<double>{0.25});  // the unit's current binding, not the captured 0.5
 }
 
-bool have_cl() { return encore_test::have_cl(); }
 
 }  // namespace
 
@@ -241,7 +210,7 @@ TEST(WorkloadSave, RoundTripRunsInHarnessAndMatchesReplay) {
   Captured c = capture(dev);
   c.unit.bind_var_f(c.unit.variable_slot(c.lr), 0.25);
 
-  std::filesystem::path dir = fresh_dir("cl");
+  std::filesystem::path dir = fresh_dir("encore_save", "cl");
   std::filesystem::path file = dir / "step.json";
   wl::save_workload(c.unit, file, {.name = "captured-step"});
   ASSERT_TRUE(std::filesystem::exists(dir / "step.data" / "st.bin"));
@@ -249,29 +218,29 @@ TEST(WorkloadSave, RoundTripRunsInHarnessAndMatchesReplay) {
   check_structure(c, w);
   EXPECT_FALSE(w.has_tolerance);
   // the init files hold the current bytes
-  EXPECT_EQ(read_file(dir / "step.data" / "st.bin"), bytes_of(c.st));
-  EXPECT_EQ(read_file(dir / "step.data" / "x.bin"), bytes_of(c.x));
+  EXPECT_EQ(read_bytes(dir / "step.data" / "st.bin"), bytes_of(c.st));
+  EXPECT_EQ(read_bytes(dir / "step.data" / "x.bin"), bytes_of(c.x));
   EXPECT_EQ(wl::initial_bytes(w, static_cast<size_t>(w.find_buffer("cnt"))), bytes_of(c.cnt));
   EXPECT_NO_THROW(wl::validate(w, dev));
 
-  Result chk = bench({"check", file.string(), "--device", dev.id()});
+  BenchRun chk = bench({"check", file.string(), "--device", dev.id()});
   ASSERT_EQ(chk.rc, 0) << chk.out << chk.err;
 
   // the harness: 3 compared calls from the saved state, dumped after the last jit call
   std::filesystem::path dump = dir / "dump";
-  Result run = bench({"run", file.string(), "--device", dev.id(), "--calls", "3", "--rotate", "1", "--dump", dump.string()});
+  BenchRun run = bench({"run", file.string(), "--device", dev.id(), "--calls", "3", "--rotate", "1", "--dump", dump.string()});
   ASSERT_EQ(run.rc, 0) << run.out << run.err;
 
   // the unit itself: 3 replays from the same state
   for (int i = 0; i < 3; ++i) c.unit();
   dev.synchronize();
-  EXPECT_EQ(read_file(dump / "st.bin"), bytes_of(c.st));
-  EXPECT_EQ(read_file(dump / "cnt.bin"), bytes_of(c.cnt));
-  EXPECT_EQ(read_file(dump / "out.bin"), bytes_of(c.out));
+  EXPECT_EQ(read_bytes(dump / "st.bin"), bytes_of(c.st));
+  EXPECT_EQ(read_bytes(dump / "cnt.bin"), bytes_of(c.cnt));
+  EXPECT_EQ(read_bytes(dump / "out.bin"), bytes_of(c.out));
   std::vector<int32_t> cnt = c.cnt.copyout<int32_t>();
   EXPECT_EQ(cnt[0], 7 + 4 * 2);  // capture + 3 replays, each adding 1 + 1
   // the state really moved (so the comparison means something)
-  EXPECT_NE(read_file(dump / "st.bin"), read_file(dir / "step.data" / "st.bin"));
+  EXPECT_NE(read_bytes(dump / "st.bin"), read_bytes(dir / "step.data" / "st.bin"));
   std::filesystem::remove_all(dir);
 }
 
@@ -308,7 +277,7 @@ __kernel void fold(__global const float* tmp, __global float* s, __global float*
   }
   for (int i = 0; i < 5; ++i) jit(xs[static_cast<size_t>(i % 2)], t.bind(i + 1));
   ASSERT_TRUE(jit.unit());
-  std::filesystem::path dir = fresh_dir("jit");
+  std::filesystem::path dir = fresh_dir("encore_save", "jit");
   std::filesystem::path file = dir / "frame.json";
   wl::save_workload(jit.unit(), file);
   wl::Workload w = wl::load(file);
@@ -318,16 +287,16 @@ __kernel void fold(__global const float* tmp, __global float* s, __global float*
   EXPECT_EQ(buf(w, "y").role, wl::Role::output);
   EXPECT_EQ(w.buffers.size(), 4u);  // x, the planned temp, state, y
   EXPECT_EQ(w.variables.at(0).ivalues, std::vector<int64_t>{5});
-  EXPECT_EQ(read_file(dir / "frame.data" / "x.bin"), bytes_of(xs[0]));  // the last call's input
-  EXPECT_EQ(read_file(dir / "frame.data" / "state.bin"), bytes_of(state));
+  EXPECT_EQ(read_bytes(dir / "frame.data" / "x.bin"), bytes_of(xs[0]));  // the last call's input
+  EXPECT_EQ(read_bytes(dir / "frame.data" / "state.bin"), bytes_of(state));
 
   std::filesystem::path dump = dir / "dump";
-  Result run = bench({"run", file.string(), "--device", dev.id(), "--calls", "4", "--rotate", "2", "--dump", dump.string()});
+  BenchRun run = bench({"run", file.string(), "--device", dev.id(), "--calls", "4", "--rotate", "2", "--dump", dump.string()});
   ASSERT_EQ(run.rc, 0) << run.out << run.err;
   Buffer y;
   for (int i = 0; i < 4; ++i) y = jit(xs[0], t.bind(5));
-  EXPECT_EQ(read_file(dump / "state.bin"), bytes_of(state));
-  EXPECT_EQ(read_file(dump / "y.bin"), bytes_of(y));
+  EXPECT_EQ(read_bytes(dump / "state.bin"), bytes_of(state));
+  EXPECT_EQ(read_bytes(dump / "y.bin"), bytes_of(y));
   std::filesystem::remove_all(dir);
 }
 
@@ -335,7 +304,7 @@ TEST(WorkloadSave, NullDeviceRoundTrip) {
   encore::Device dev = encore::Device::open("NULL");
   Captured c = capture(dev);
   c.unit.bind_var_f(c.unit.variable_slot(c.lr), 0.25);
-  std::filesystem::path dir = fresh_dir("null");
+  std::filesystem::path dir = fresh_dir("encore_save", "null");
   std::filesystem::path file = dir / "step.json";
   wl::save_workload(c.unit, file, {.name = "captured-step", .has_tolerance = true, .rtol = 1e-6, .atol = 0.5});
   wl::Workload w = wl::load(file);
@@ -344,12 +313,12 @@ TEST(WorkloadSave, NullDeviceRoundTrip) {
   EXPECT_EQ(w.rtol, 1e-6);
   EXPECT_EQ(w.atol, 0.5);
   // saving again over the same files gives the same document
-  std::vector<unsigned char> first = read_file(file);
+  std::vector<unsigned char> first = read_bytes(file);
   wl::save_workload(c.unit, file, {.name = "captured-step", .has_tolerance = true, .rtol = 1e-6, .atol = 0.5});
-  EXPECT_EQ(read_file(file), first);
-  Result chk = bench({"check", file.string(), "--device", "NULL"});
+  EXPECT_EQ(read_bytes(file), first);
+  BenchRun chk = bench({"check", file.string(), "--device", "NULL"});
   EXPECT_EQ(chk.rc, 0) << chk.out << chk.err;
-  Result run = bench({"run", file.string(), "--device", "NULL", "--calls", "2", "--rotate", "1"});
+  BenchRun run = bench({"run", file.string(), "--device", "NULL", "--calls", "2", "--rotate", "1"});
   EXPECT_EQ(run.rc, 0) << run.out << run.err;
   std::filesystem::remove_all(dir);
 }
@@ -366,7 +335,7 @@ TEST(WorkloadSave, NamesAreMadeValidAndUnique) {
   dev.launch_args(p.kernel("twice"), {1}, {}, {a, b}, "first@step");
   dev.launch(p.kernel("twice"), {1}, {}, b, d);
   encore::ExecutionUnit unit = cap.end();
-  std::filesystem::path dir = fresh_dir("names");
+  std::filesystem::path dir = fresh_dir("encore_save", "names");
   wl::save_workload(unit, dir / "n.json");
   wl::Workload w = wl::load(dir / "n.json");
   ASSERT_EQ(w.buffers.size(), 3u);
@@ -388,7 +357,7 @@ TEST(WorkloadSave, UnsupportedScalarTypeIsAWorkloadError) {
   cap.add_input(a);
   dev.launch(p.kernel("addc"), {1}, {}, a, encore::half{0x3c00});
   encore::ExecutionUnit unit = cap.end();
-  std::filesystem::path dir = fresh_dir("unsupported");
+  std::filesystem::path dir = fresh_dir("encore_save", "unsupported");
   try {
     wl::save_workload(unit, dir / "u.json");
     FAIL() << "expected a WorkloadError";

@@ -3,39 +3,23 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include "encore/workload.hpp"
+#include "workload_test_util.hpp"
 
 namespace wl = encore::workload;
 
 namespace {
 
-const std::string kData = std::string(ENCORE_TEST_DATA) + "/workload/data/";
+using namespace encore_test;
 
-std::string shapes_json() {
-  std::ifstream f(kData + "shapes.json");
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
+std::string shapes_json() { return read_text(kData + "shapes.json"); }
 
 // shapes.json with `from` replaced by `to` (once, and it must be there)
-std::string edited(const std::string& from, const std::string& to) {
-  std::string s = shapes_json();
-  const size_t at = s.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at != std::string::npos) s.replace(at, from.size(), to);
-  return s;
-}
+std::string edited(const std::string& from, const std::string& to) { return replaced(shapes_json(), from, to); }
 
 void expect_error(const std::string& json, const std::string& path, const std::string& msg) {
-  try {
-    wl::parse(json);
-    ADD_FAILURE() << "no error; expected " << path << ": " << msg;
-  } catch (const encore::WorkloadError& e) {
-    EXPECT_EQ(e.path(), path) << e.what();
-    EXPECT_NE(std::string(e.what()).find(msg), std::string::npos) << e.what();
-  }
+  expect_workload_error([&] { wl::parse(json); }, path, msg);
 }
 
 uint32_t scalar_i32(const wl::ArgSpec& a) { return uint32_t(a.bits); }

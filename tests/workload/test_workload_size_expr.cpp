@@ -7,11 +7,13 @@
 #include <fstream>
 
 #include "encore/workload.hpp"
-#include "workload/cli.hpp"
+#include "workload_test_util.hpp"
 
 namespace wl = encore::workload;
 
 namespace {
+
+using namespace encore_test;
 
 // One launch of `mark` with the given global (and local) sizes; variables n and i.
 std::string doc(const std::string& global, const std::string& local = "", const std::string& vars = "") {
@@ -25,25 +27,7 @@ std::string doc(const std::string& global, const std::string& local = "", const 
 }
 
 void expect_error(const std::string& json, const std::string& path, const std::string& msg) {
-  try {
-    wl::parse(json);
-    ADD_FAILURE() << "parsed, expected an error at " << path;
-  } catch (const encore::WorkloadError& e) {
-    EXPECT_EQ(e.path(), path) << e.what();
-    EXPECT_NE(std::string(e.what()).find(msg), std::string::npos) << e.what();
-  }
-}
-
-int bench(std::vector<std::string> args, std::string* out = nullptr) {
-  args.insert(args.begin(), "encore-bench");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  testing::internal::CaptureStdout();
-  testing::internal::CaptureStderr();
-  int rc = wl::bench_main(static_cast<int>(argv.size()), argv.data(), {});
-  std::string o = testing::internal::GetCapturedStdout() + testing::internal::GetCapturedStderr();
-  if (out) *out = o;
-  return rc;
+  expect_workload_error([&] { wl::parse(json); }, path, msg);
 }
 
 }  // namespace
@@ -103,9 +87,7 @@ TEST(WorkloadSizeExpr, SaveWritesExpressionsBack) {
   dev.launch(p.kernel("mark"), {max(16 * ((n - i) / 16 - 1), 0), ceil_div(n, odd)}, {}, o, 3);
   dev.launch(p.kernel("mark"), {n * 2 + 1}, {}, o, 4);
   encore::ExecutionUnit unit = cap.end();
-  const auto dir = std::filesystem::path(testing::TempDir()) / "encore_wl_size_expr_save";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const auto dir = fresh_dir("encore_wl_size_expr", "save");
   wl::save_workload(unit, dir / "s.json");
   wl::Workload w = wl::load(dir / "s.json");
   ASSERT_EQ(w.step.size(), 2u);
