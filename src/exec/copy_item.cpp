@@ -74,6 +74,14 @@ void replay(Binding&, BoundItem& x) { enqueue_copy(*x.dst, *x.src, x.n, x.stagin
 
 }  // namespace
 
+std::optional<CopyPath> bound_copy_path(const BoundItem& x) {
+  if (x.replay == replay_queue) return CopyPath::queue;
+  if (x.replay == replay_peer) return CopyPath::peer;
+  if (x.replay == replay_host) return CopyPath::host;
+  if (x.replay == replay_staged) return CopyPath::staged;
+  return std::nullopt;
+}
+
 const KindOps copy_kind{"copy", operands, operand_name, queue, label, title, describe, uses_variables, false, false,
                         run_eager, submit, bind, point, replay, nullptr};
 

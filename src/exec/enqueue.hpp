@@ -4,6 +4,7 @@
 // unit call the same functions, so the two cannot drift.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -68,6 +69,11 @@ inline void enqueue_peer_copy(BufferImpl& dst, BufferImpl& src, size_t n, Native
 void copy_host(BufferImpl& dst, BufferImpl& src, size_t n);
 // `staging`: host memory of at least n bytes (null: a temporary).
 void copy_staged(BufferImpl& dst, BufferImpl& src, size_t n, unsigned char* staging);
+
+// The variant a bound item replays its copy with (set at bind; tests check it stays); nullopt for
+// items of other kinds.
+struct BoundItem;
+std::optional<CopyPath> bound_copy_path(const BoundItem& x);
 
 // Eager: the pair's variant, a peer copy ordered by whole queues (it runs after everything queued
 // on the source so far, and the source's later work waits for it). `staging` as copy_staged's.
