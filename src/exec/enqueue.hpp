@@ -52,7 +52,7 @@ enum class CopyPath : uint8_t {
   queue,   // one device: a copy on its queue
   peer,    // two devices of one context: on the destination's queue, ordered against the source's by events
   host,    // host memory on both sides (NULL devices): a memmove, complete when it returns
-  staged,  // otherwise (two platforms): into host memory (waiting for the source), then a blocking write
+  staged,  // otherwise (two contexts, NULL and OpenCL): into host memory (waiting for the source), then a blocking write
 };
 CopyPath copy_path(const DeviceImpl& dst, const DeviceImpl& src);
 const char* name(CopyPath p);
