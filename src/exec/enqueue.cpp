@@ -53,7 +53,7 @@ void resolve_launch(uint32_t dims, const int64_t* global, const int64_t* local, 
     for (uint32_t d = 0; d < dims; ++d) items *= out.lws[d];  // each factor is bounded above: no overflow
     if (items > max_wg) [[unlikely]] {
       std::string l;
-      for (uint32_t d = 0; d < dims; ++d) l += (d ? "," : "") + std::to_string(out.lws[d]);
+      for (uint32_t d = 0; d < dims; ++d) (l += d ? "," : "") += std::to_string(out.lws[d]);
       throw ArgumentError(std::string(what) + ": local size [" + l + "] makes work groups of " + std::to_string(items) +
                           " work items, over this kernel's limit of " + std::to_string(max_wg) + " on " + dev.info.id +
                           " (CL_KERNEL_WORK_GROUP_SIZE and CL_DEVICE_MAX_WORK_GROUP_SIZE); use a smaller local size");

@@ -15,11 +15,11 @@ void enqueue_nd(cl_command_queue q, const std::string& dev_id, ClKernel& ck, uin
   cl_int st = clEnqueueNDRangeKernel(q, ck.get(), dims, nullptr, global, local, 0, nullptr, ev);
   if (st != CL_SUCCESS) [[unlikely]] {
     std::string what = "kernel " + ck.name() + " global [";
-    for (uint32_t i = 0; i < dims; ++i) what += (i ? "," : "") + std::to_string(global[i]);
+    for (uint32_t i = 0; i < dims; ++i) (what += i ? "," : "") += std::to_string(global[i]);
     what += "]";
     if (local) {
       what += " local [";
-      for (uint32_t i = 0; i < dims; ++i) what += (i ? "," : "") + std::to_string(local[i]);
+      for (uint32_t i = 0; i < dims; ++i) (what += i ? "," : "") += std::to_string(local[i]);
       what += "]";
     }
     throw OpenCLError(st, "clEnqueueNDRangeKernel", what + " on " + dev_id);
