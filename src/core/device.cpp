@@ -20,10 +20,12 @@ namespace detail {
 
 DeviceImpl::DeviceImpl() : allocator(std::make_unique<Allocator>(this)) {}
 DeviceImpl::~DeviceImpl() = default;
-void DeviceImpl::copy_peer(DeviceImpl& src_dev, NativeMem*, size_t, NativeMem*, size_t, size_t, NativeEvent* const*, uint32_t, NativeEvent**) {
-  throw Error("internal error: copy_peer from " + src_dev.info.id + " to " + info.id + ", which is not its async peer");
+// only backends whose devices share contexts (DeviceImpl::context) have async peers
+void QueueBackend::copy_peer(const DeviceImpl& src_dev, NativeMem*, size_t, NativeMem*, size_t, size_t, NativeEvent* const*, uint32_t,
+                             NativeEvent**) {
+  throw Error("internal error: copy_peer from " + src_dev.info.id + " on a backend without async peers");
 }
-void DeviceImpl::wait_release(NativeEvent* ev) {
+void QueueBackend::wait_release(NativeEvent* ev) {
   try {
     wait_event(ev);
   } catch (...) {
@@ -31,6 +33,23 @@ void DeviceImpl::wait_release(NativeEvent* ev) {
     throw;
   }
   release_event(ev);
+}
+bool DeviceImpl::device_clock(uint64_t* ns) {
+  if (!profiling) return false;  // no marker, no wait: the caller times on the host
+  NativeEvent* ev = enqueue_marker();
+  if (!ev) return false;
+  uint64_t start = 0, end = 0;
+  bool ok = false;
+  try {
+    wait_event(ev);
+    ok = event_times(ev, &start, &end);
+  } catch (...) {
+    release_event(ev);
+    throw;
+  }
+  release_event(ev);
+  if (ok) *ns = end;
+  return ok;
 }
 std::vector<std::shared_ptr<DeviceImpl>> DeviceImpl::split(unsigned) {
   throw DeviceError("Device::split: " + info.id + " (" + info.name + ") cannot be split into sub-devices");

@@ -1,6 +1,9 @@
 // The copy kind: dst <- src, whole buffers of equal bytes, on one device, between devices of one
-// context (replay orders the two queues: src/unit/sync.cpp) or through host memory.
+// context (replay orders the two queues: src/unit/sync.cpp), between host memories or through
+// host memory. Each copy's variant (CopyPath) is chosen at bind, once.
 #include "exec/kind.hpp"
+
+#include <string>
 
 namespace encore::detail {
 
@@ -31,6 +34,15 @@ void run_eager(const ExecItem& it) {
 
 void submit(const ExecItem& it) { it.dst.device().copy(it.dst, it.src); }
 
+// The replays, one per variant (copy_path): bind picks one, so a replay only enqueues.
+void replay_queue(Binding&, BoundItem& x) { copy_on_queue(*x.dst, *x.src, x.n); }
+void replay_peer(Binding& b, BoundItem& x) {  // its dependencies (sync.cpp) as its wait list, its own event as its signal
+  enqueue_peer_copy(*x.dst, *x.src, x.n, gather_events(b, &b.wait_slots[x.wait_at], x.wait_n), x.wait_n,
+                    x.signal >= 0 ? &b.events[x.signal] : nullptr);
+}
+void replay_host(Binding&, BoundItem& x) { copy_host(*x.dst, *x.src, x.n); }
+void replay_staged(Binding&, BoundItem& x) { copy_staged(*x.dst, *x.src, x.n, x.staging); }
+
 void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) {
   Binding& b = c.b;
   x.src = b.current[st.ops[0]].impl();
@@ -38,23 +50,37 @@ void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) 
   x.n = it.dst.nbytes();
   b.uses[st.ops[0]].push_back({c.bound, 0, 1});
   b.uses[st.ops[1]].push_back({c.bound, 1, 0});
-  if (st.cross_device) {
-    b.staging.push_back(std::make_unique<unsigned char[]>(x.n));
-    x.staging = b.staging.back().get();
+  // a rebinding keeps each operand's device (bind_input refuses another), so the pair's variant holds
+  const CopyPath path = copy_path(*x.dst->dev, *x.src->dev);
+  if ((path == CopyPath::peer) != (c.p.sync.peer.size() > x.item && c.p.sync.peer[x.item]))
+    throw Error("internal error: the plan's cross-device order and the copy's variant (" + std::string(name(path)) + ") disagree for " +
+                it.describe());
+  switch (path) {
+    case CopyPath::queue: x.replay = replay_queue; break;
+    case CopyPath::peer: x.replay = replay_peer; break;
+    case CopyPath::host: x.replay = replay_host; break;
+    case CopyPath::staged:
+      b.staging.push_back(std::make_unique<unsigned char[]>(x.n));
+      x.staging = b.staging.back().get();
+      x.replay = replay_staged;
+      break;
   }
 }
 
 void point(BoundItem& x, uint32_t, uint32_t arg, BufferImpl* to, NativeMem*) { (arg == 0 ? x.dst : x.src) = to; }
 
-void replay(Binding& b, BoundItem& x) {
-  if (x.peer)  // its dependencies (sync.cpp) as its wait list, its own event as its signal
-    enqueue_peer_copy(*x.dst, *x.src, x.n, gather_events(b, &b.wait_slots[x.wait_at], x.wait_n), x.wait_n,
-                      x.signal >= 0 ? &b.events[x.signal] : nullptr);
-  else
-    enqueue_copy(*x.dst, *x.src, x.n, x.staging);
-}
+// The table's replay, deciding per call; bind always replaces it with its variant's.
+void replay(Binding&, BoundItem& x) { enqueue_copy(*x.dst, *x.src, x.n, x.staging); }
 
 }  // namespace
+
+std::optional<CopyPath> bound_copy_path(const BoundItem& x) {
+  if (x.replay == replay_queue) return CopyPath::queue;
+  if (x.replay == replay_peer) return CopyPath::peer;
+  if (x.replay == replay_host) return CopyPath::host;
+  if (x.replay == replay_staged) return CopyPath::staged;
+  return std::nullopt;
+}
 
 const KindOps copy_kind{"copy", operands, operand_name, queue, label, title, describe, uses_variables, false, false,
                         run_eager, submit, bind, point, replay, nullptr};

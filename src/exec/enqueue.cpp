@@ -1,5 +1,6 @@
 #include "exec/enqueue.hpp"
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -52,7 +53,7 @@ void resolve_launch(uint32_t dims, const int64_t* global, const int64_t* local, 
     for (uint32_t d = 0; d < dims; ++d) items *= out.lws[d];  // each factor is bounded above: no overflow
     if (items > max_wg) [[unlikely]] {
       std::string l;
-      for (uint32_t d = 0; d < dims; ++d) l += (d ? "," : "") + std::to_string(out.lws[d]);
+      for (uint32_t d = 0; d < dims; ++d) (l += d ? "," : "") += std::to_string(out.lws[d]);
       throw ArgumentError(std::string(what) + ": local size [" + l + "] makes work groups of " + std::to_string(items) +
                           " work items, over this kernel's limit of " + std::to_string(max_wg) + " on " + dev.info.id +
                           " (CL_KERNEL_WORK_GROUP_SIZE and CL_DEVICE_MAX_WORK_GROUP_SIZE); use a smaller local size");
@@ -81,35 +82,82 @@ size_t max_group_size(const DeviceImpl& dev, const BackendKernel& k) {
   return kmax && kmax < dev.info.max_work_group_size ? kmax : dev.info.max_work_group_size;
 }
 
-void enqueue_copy(BufferImpl& d, BufferImpl& s, size_t n, unsigned char* staging) {
+void launch_timed(DeviceImpl& dev, BackendKernel& k, const LaunchDims& d, uint64_t* device_ns) {
+  *device_ns = 0;
+  NativeEvent* ev = nullptr;
+  dev.launch(k, d.dims, d.gws, d.lws, &ev);
+  if (!ev) return;  // complete already, and no device time to read
+  uint64_t start = 0, end = 0;
+  try {
+    dev.wait_event(ev);
+    if (dev.event_times(ev, &start, &end)) *device_ns = end - start;
+  } catch (...) {
+    dev.release_event(ev);
+    throw;
+  }
+  dev.release_event(ev);
+}
+
+CopyPath copy_path(const DeviceImpl& dst, const DeviceImpl& src) {
+  if (&dst == &src) return CopyPath::queue;
+  if (dst.async_peer(src)) return CopyPath::peer;
+  if (dst.host_memory && src.host_memory) return CopyPath::host;
+  return CopyPath::staged;
+}
+
+const char* name(CopyPath p) {
+  switch (p) {
+    case CopyPath::queue: return "queue";
+    case CopyPath::peer: return "peer";
+    case CopyPath::host: return "host";
+    case CopyPath::staged: return "staged";
+  }
+  return "?";
+}
+
+void copy_host(BufferImpl& d, BufferImpl& s, size_t n) {
   NativeMem* dm = d.root()->mem;
   NativeMem* sm = s.root()->mem;
-  if (d.dev == s.dev) {
-    d.dev->copy(dm, d.offset, sm, s.offset, n);
-  } else if (d.dev->async_peer(*s.dev)) {
-    // Without a plan, order by whole queues: the copy runs after everything queued on the source
-    // so far, and the source's later work waits for the copy (replay keeps only the dependencies:
-    // src/unit/sync.cpp). Same copy_peer either way.
-    NativeEvent* ready = s.dev->enqueue_marker();
-    NativeEvent* done = nullptr;
-    try {
-      enqueue_peer_copy(d, s, n, &ready, 1, &done);
-      s.dev->enqueue_barrier(&done, 1);
-    } catch (...) {
-      s.dev->release_event(ready);
-      if (done) d.dev->release_event(done);
-      throw;
-    }
+  auto* to = reinterpret_cast<unsigned char*>(dm) + d.offset;
+  auto* from = reinterpret_cast<const unsigned char*>(sm) + s.offset;
+  std::memmove(to, from, n);
+}
+
+void copy_staged(BufferImpl& d, BufferImpl& s, size_t n, unsigned char* staging) {
+  std::vector<unsigned char> tmp;
+  if (!staging) {
+    tmp.resize(n);
+    staging = tmp.data();
+  }
+  s.dev->read(s.root()->mem, s.offset, staging, n);  // waits for the source queue
+  d.dev->write(d.root()->mem, d.offset, staging, n, true);
+}
+
+namespace {
+// Without a plan, order by whole queues; replay keeps only the dependencies (src/unit/sync.cpp).
+// Same copy_peer either way.
+void copy_peer_eager(BufferImpl& d, BufferImpl& s, size_t n) {
+  NativeEvent* ready = s.dev->enqueue_marker();
+  NativeEvent* done = nullptr;
+  try {
+    enqueue_peer_copy(d, s, n, &ready, 1, &done);
+    s.dev->enqueue_barrier(&done, 1);
+  } catch (...) {
     s.dev->release_event(ready);
-    d.dev->release_event(done);
-  } else if (!d.dev->copy_from(*s.dev, dm, d.offset, sm, s.offset, n)) {
-    std::vector<unsigned char> tmp;
-    if (!staging) {
-      tmp.resize(n);
-      staging = tmp.data();
-    }
-    s.dev->read(sm, s.offset, staging, n);  // waits for the source queue
-    d.dev->write(dm, d.offset, staging, n, true);
+    if (done) d.dev->release_event(done);
+    throw;
+  }
+  s.dev->release_event(ready);
+  d.dev->release_event(done);
+}
+}  // namespace
+
+void enqueue_copy(BufferImpl& d, BufferImpl& s, size_t n, unsigned char* staging) {
+  switch (copy_path(*d.dev, *s.dev)) {
+    case CopyPath::queue: copy_on_queue(d, s, n); break;
+    case CopyPath::peer: copy_peer_eager(d, s, n); break;
+    case CopyPath::host: copy_host(d, s, n); break;
+    case CopyPath::staged: copy_staged(d, s, n, staging); break;
   }
 }
 

@@ -1,9 +1,10 @@
 #pragma once
 // The one enqueue path that eager execution and replay share: launch-size resolution, launches,
-// copies (direct, or through host memory between platforms) and uploads. Eager work and a replayed
+// copies (each pair of devices has its variant: CopyPath) and uploads. Eager work and a replayed
 // unit call the same functions, so the two cannot drift.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -33,21 +34,50 @@ void check_local_memory(const DeviceImpl& dev, const BackendKernel& k, std::span
 // The largest work-group size a launch of `k` on `dev` may use.
 size_t max_group_size(const DeviceImpl& dev, const BackendKernel& k);
 
+// A launch that waits and reports its device time in `*device_ns` (0 where the queue does not
+// profile): ENCORE_DEBUG=2's lines.
+void launch_timed(DeviceImpl& dev, BackendKernel& k, const LaunchDims& d, uint64_t* device_ns);
+
 // Enqueues a resolved launch (nothing when empty); with device_ns set, waits and reports device time.
 // Inline: it is the replay loop's per-item call.
 inline void enqueue_launch(DeviceImpl& dev, BackendKernel& k, const LaunchDims& d, uint64_t* device_ns) {
-  if (!d.empty) dev.launch(k, d.dims, d.gws, d.lws, device_ns);
+  if (d.empty) return;
+  if (!device_ns) [[likely]] dev.launch(k, d.dims, d.gws, d.lws, nullptr);
+  else launch_timed(dev, k, d, device_ns);
 }
 
-// dst <- src, `n` bytes from each view's start. Between devices that cannot copy directly (different
-// platforms) the bytes go through `staging` (host memory of at least n bytes; null: a temporary).
-void enqueue_copy(BufferImpl& dst, BufferImpl& src, size_t n, unsigned char* staging);
+// How a copy dst <- src runs: a property of the two devices (copy_path), chosen per call for eager
+// work and once at bind for a replayed copy (src/exec/copy_item.cpp), so a replay decides nothing.
+enum class CopyPath : uint8_t {
+  queue,   // one device: a copy on its queue
+  peer,    // two devices of one context: on the destination's queue, ordered against the source's by events
+  host,    // host memory on both sides (NULL devices): a memmove, complete when it returns
+  staged,  // otherwise (two contexts, NULL and OpenCL): into host memory (waiting for the source), then a blocking write
+};
+CopyPath copy_path(const DeviceImpl& dst, const DeviceImpl& src);
+const char* name(CopyPath p);
 
+// The variants: dst <- src, `n` bytes from each view's start.
+inline void copy_on_queue(BufferImpl& dst, BufferImpl& src, size_t n) {
+  dst.dev->copy(dst.root()->mem, dst.offset, src.root()->mem, src.offset, n);
+}
 // dst <- src between two queues of one context, after `waits` only (setting `*done` to the copy's
 // event when given): the caller orders the queues (replay: src/unit/sync.cpp).
 inline void enqueue_peer_copy(BufferImpl& dst, BufferImpl& src, size_t n, NativeEvent* const* waits, uint32_t n_waits, NativeEvent** done) {
   dst.dev->copy_peer(*src.dev, dst.root()->mem, dst.offset, src.root()->mem, src.offset, n, waits, n_waits, done);
 }
+void copy_host(BufferImpl& dst, BufferImpl& src, size_t n);
+// `staging`: host memory of at least n bytes (null: a temporary).
+void copy_staged(BufferImpl& dst, BufferImpl& src, size_t n, unsigned char* staging);
+
+// The variant a bound item replays its copy with (set at bind; tests check it stays); nullopt for
+// items of other kinds.
+struct BoundItem;
+std::optional<CopyPath> bound_copy_path(const BoundItem& x);
+
+// Eager: the pair's variant, a peer copy ordered by whole queues (it runs after everything queued
+// on the source so far, and the source's later work waits for it). `staging` as copy_staged's.
+void enqueue_copy(BufferImpl& dst, BufferImpl& src, size_t n, unsigned char* staging);
 
 // A native call over its buffers' memory.
 inline void enqueue_native(DeviceImpl& dev, const NativeCall& call, NativeMem* const* mems, size_t n) { call.run(dev, mems, n); }

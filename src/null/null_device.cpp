@@ -68,6 +68,7 @@ class NullDevice final : public DeviceImpl {
     info.local_mem_bytes = 1 << 20;  // as PoCL: what runs there passes the launch checks here too
     // it runs nothing, so it can claim every type: Device::supports(f16) is true here
     info.extensions = {{"cl_khr_fp16", "1.0.0"}, {"cl_khr_fp64", "1.0.0"}};
+    host_memory = true;  // copies between NULL devices are a memmove (copy_path)
   }
   ~NullDevice() override { allocator.reset(); }
   bool is_null() const override { return true; }
@@ -88,14 +89,9 @@ class NullDevice final : public DeviceImpl {
     unsigned char* d = reinterpret_cast<unsigned char*>(bytes(root)) + off;
     for (size_t i = 0; i < n; i += pb) std::memcpy(d + i, pattern, pb);
   }
-  bool copy_from(DeviceImpl& src_dev, NativeMem* dst, size_t doff, NativeMem* src, size_t soff, size_t n) override {
-    if (!src_dev.is_null()) return false;
-    copy(dst, doff, src, soff, n);
-    return true;
-  }
   // Does nothing, after the check OpenCL makes (CL_INVALID_WORK_GROUP_SIZE), so that a local size
   // over the kernel's limit fails on NULL as it would on a device.
-  void launch(BackendKernel& k, uint32_t dims, const size_t*, const size_t* local, uint64_t* device_ns) override {
+  void launch(BackendKernel& k, uint32_t dims, const size_t*, const size_t* local, NativeEvent** done) override {
     if (local) {
       size_t items = 1;
       for (uint32_t d = 0; d < dims; ++d) items *= local[d];
@@ -104,7 +100,7 @@ class NullDevice final : public DeviceImpl {
                           " work items per group, over its limit of " + std::to_string(max) +
                           " (CL_INVALID_WORK_GROUP_SIZE on OpenCL)");
     }
-    if (device_ns) *device_ns = 0;
+    if (done) *done = nullptr;  // complete: nothing ran
   }
   void finish() override {}
   BuildResult build(const std::string& source, const std::string&, const std::vector<unsigned char>*,

@@ -10,7 +10,7 @@
 // overlaps. Every write to a buffer happens on its own device's queue (kernels and native calls
 // take only buffers of their device; copies run on the destination's queue), which is what makes
 // "the items on the source device" the complete set of writers. Copies between contexts go
-// through host memory with blocking calls and need nothing here.
+// through host memory with blocking calls (or are a memmove between NULL devices) and need nothing here.
 // Split-phase native calls (collectives) are placed here too: a finish item where their results are
 // first needed, so the replay loop stays one plain pass over its items.
 #include <algorithm>
@@ -118,11 +118,11 @@ CrossSync plan_sync(const Plan& p) {
   plan_split(p, touches, s);
   bool any = false;
   for (uint32_t i = 0; i < n; ++i) {
-    // an item reading another device's bytes (a copy between devices) that its queue can take
-    // asynchronously to the other queue
+    // an item reading another device's bytes (a copy between devices) whose variant is the peer
+    // copy, asynchronous to the other queue (the copy's bind picks the same: copy_item.cpp)
     if (!p.steps[i].cross_device) continue;
     const DeviceImpl* from = read_device(p, i);
-    if (from && queue_of(p.items[i])->async_peer(*from)) s.peer[i] = any = true;
+    if (from && copy_path(*queue_of(p.items[i]), *from) == CopyPath::peer) s.peer[i] = any = true;
   }
   if (!any) return s;
 
