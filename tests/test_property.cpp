@@ -308,7 +308,7 @@ TEST(Property, EagerEqualsReplayAndHostReference) {
 // run on the device of their buffers and data moves between the devices by cross-device copies,
 // items like any other. Eager, replay and the host agree bit for bit: a copy that ran before the
 // write it reads on the other device, or a write that overtook a copy still reading its bytes on
-// the other queue, changes bytes here (removing either wait from the staged copy variant fails seeds
+// the other queue, changes bytes here (removing either wait from the peer copy (src/opencl/cl_commands.cpp) fails seeds
 // within the first 20). Default 1200 seeds, ~15 s on PoCL on 2 cores (debugoptimized).
 TEST(Property, TwoDevicesEagerEqualsReplayAndHostReference) {
   if (!encore_test::have_cl()) GTEST_SKIP() << "no OpenCL device";
