@@ -1,12 +1,13 @@
 // The in-flight bound for short steps (UnitOptions max_in_flight / min_items_in_flight): replays in
 // groups, only a group's last replay taking events. The bound still holds exactly, the staging
 // ring of host uploads stays correct while every replay of the window is queued behind a gate,
-// run() still hands out each replay's own completion, and a unit waits for replays that took no
-// event before it frees what they read. Public headers only.
+// run() still hands out each replay's own completion, and freeing a unit waits for its replays
+// exactly where they read its host memory. Public headers only.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
 #include <chrono>
 #include <span>
 #include <string>
@@ -50,8 +51,8 @@ class InFlight : public OnDevices {};
 }  // namespace
 
 // A short step with a host input (an upload from the span, then a copy: both move real bytes on
-// NULL too), replayed many times over the ring with the span rewritten after every call: each
-// replay uploads its own call's bytes. On OpenCL every replay of the in-flight window is queued
+// NULL too), replayed many times over the staging ring with the span rewritten after every call:
+// each replay uploads its own call's bytes. On OpenCL every replay of the in-flight window is queued
 // behind a gate first, so no staging copy can be consumed before the next ones are written.
 TEST_P(InFlight, HostInputRingGivesEagerResults) {
   Env& e = env();
@@ -67,7 +68,8 @@ TEST_P(InFlight, HostInputRingGivesEagerResults) {
     uint32_t max, min_items;
     int depth;  // replays in flight at most
   };
-  // two items per step: 32 replays in flight by default (4 groups of 8), 2 groups of 16, exactly 3
+  // two items per step: 32 replays in flight by default or with a bound of 2, exactly 3; an upload
+  // in the step: each replay takes its events (never grouped)
   for (Bound bd : {Bound{3, 64, 32}, Bound{2, 64, 32}, Bound{3, 0, 3}}) {
     encore::JitOptions o;
     o.verify = 0;
@@ -171,34 +173,53 @@ TEST(InFlightBound, ShortStepWaitsExactlyAtTheDepth) {
   EXPECT_EQ(get(y), std::vector<float>(64, 66.f));
 }
 
-// Replays of a group not yet ended took no event: free_intermediates (and the destructor) still
-// wait for them before freeing the binding they read.
-TEST(InFlightBound, ReplaysWithoutEventsAreWaitedFor) {
+// A grouped unit's replays read no host memory after they return: freeing or destroying it mid-group
+// waits for nothing (not for other work queued behind an engine's event either), and the replays
+// queued meanwhile still run right. A unit with an upload takes events every replay and waits for
+// its own replays, which read its snapshot, before it is gone.
+TEST(InFlightBound, FreeingMidGroupWaitsOnlyWhereReplaysReadHostMemory) {
   NEED_CL();
   Env& e = cl();
-  for (bool destroy : {false, true}) {
-    Buffer y = make(e.dev, std::vector<float>(64, 0.f));
-    auto unit = std::make_unique<encore::ExecutionUnit>(one_kernel_unit(e, y));
-    for (int i = 0; i < 16; ++i) (*unit)();  // one whole group: the next replays start a new one
-    e.dev.synchronize();
-    Gate gate(e.dev);
-    e.dev.wait_for({&gate.ev, 1});
-    for (int i = 0; i < 5; ++i) (*unit)();  // mid-group: no event of their own
-    std::atomic<bool> freed{false};
-    std::thread t([&] {
-      if (destroy) unit.reset();
-      else unit->free_intermediates();
-      freed = true;
-    });
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    EXPECT_FALSE(freed.load()) << (destroy ? "the destructor" : "free_intermediates") << " did not wait for replays queued behind the gate";
-    gate.open();
-    t.join();
-    EXPECT_TRUE(freed.load());
-    EXPECT_EQ(get(y), std::vector<float>(64, 22.f));
-    if (!destroy) {
-      (*unit)();  // binds afresh
-      EXPECT_EQ(get(y), std::vector<float>(64, 23.f));
+  for (bool upload : {false, true})
+    for (bool destroy : {false, true}) {
+      const std::string what = std::string(upload ? "a unit with an upload" : "a one-kernel unit") + (destroy ? ", destroyed" : ", freed");
+      Buffer y = make(e.dev, std::vector<float>(64, 0.f));
+      const std::vector<float> snapshot(64, 5.f);
+      std::unique_ptr<encore::ExecutionUnit> unit;
+      if (upload) {
+        encore::Capture cap;
+        Buffer t = e.dev.alloc<float>(64);
+        t.copyin(snapshot);  // uploaded by every replay from the unit's own copy of the bytes
+        e.dev.launch(e.accum, {64}, {}, y, t);
+        cap.add_input(y);
+        unit = std::make_unique<encore::ExecutionUnit>(cap.end());
+      } else {
+        unit = std::make_unique<encore::ExecutionUnit>(one_kernel_unit(e, y));
+      }
+      for (int i = 0; i < 16; ++i) (*unit)();  // one whole group: the next replays start a new one
+      e.dev.synchronize();
+      Gate gate(e.dev);
+      e.dev.wait_for({&gate.ev, 1});
+      for (int i = 0; i < 5; ++i) (*unit)();  // queued behind the gate; mid-group where grouped
+      std::atomic<bool> freed{false};
+      std::thread t([&] {
+        if (destroy) unit.reset();
+        else unit->free_intermediates();
+        freed = true;
+      });
+      for (int i = 0; i < 30 && !freed; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      if (upload) {
+        EXPECT_FALSE(freed.load()) << what << ": did not wait for its replays queued behind the gate";
+      } else {
+        EXPECT_TRUE(freed.load()) << what << ": waited for work queued behind the gate";
+      }
+      gate.open();
+      t.join();
+      const float per = upload ? 5.f : 1.f;
+      EXPECT_EQ(get(y), std::vector<float>(64, per * 22.f)) << what;
+      if (!destroy) {
+        (*unit)();  // binds afresh
+        EXPECT_EQ(get(y), std::vector<float>(64, per * 23.f)) << what;
+      }
     }
-  }
 }

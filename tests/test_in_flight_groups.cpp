@@ -1,6 +1,7 @@
 // How the in-flight bound groups a short step's replays (src/unit/execution_unit.cpp): the depth
 // (UnitOptions' two bounds) is unchanged; groups of k replays, k the largest divisor of the depth
-// leaving at least max(max_in_flight, 2) groups; one event slot per group and device.
+// leaving at least max(max_in_flight, 2) groups; one event slot per group and device. A step with
+// an upload is never grouped.
 #include <gtest/gtest.h>
 
 #include "encore/encore.hpp"
@@ -35,4 +36,19 @@ TEST(InFlightGroups, ShortStepsTakeEventsEveryKthReplay) {
     for (int i = 0; i < 3 * static_cast<int>(c.depth) + 1; ++i) unit();
     EXPECT_LT(u.in_flight_pos, c.every) << what;
   }
+}
+
+TEST(InFlightGroups, AStepWithAnUploadIsNeverGrouped) {
+  Env& e = null_env();
+  Buffer x = make(e.dev, seq(64, 1.f));
+  encore::Capture cap;
+  cap.add_input(x);
+  Buffer t = e.dev.alloc<float>(64);
+  t.copyin(seq(64, 2.f));  // constant bytes into a temp: one-time, and still counted
+  e.dev.launch(e.accum, {64}, {}, x, t);
+  encore::ExecutionUnit unit = cap.end();
+  const encore::detail::UnitImpl& u = encore::detail::UnitImpl::of(unit);
+  EXPECT_EQ(u.in_flight_depth, 64u);
+  EXPECT_EQ(u.in_flight_every, 1u);
+  EXPECT_EQ(u.in_flight.size(), 64u);
 }

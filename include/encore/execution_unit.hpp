@@ -42,7 +42,9 @@ struct UnitOptions {
   // only a group's last replay takes the events that end it, and only a group's first replay
   // waits, for the group D / k groups back. Still at most D replays in flight (the run after D
   // replays waits for the first k of them), at least D - k stay queued after a wait, and the
-  // replays in between cost no event and no wait.
+  // replays in between cost no event and no wait. A step with an upload (a copyin inside it) or a
+  // native call is never grouped: each of its replays takes its events, so the staging copies of
+  // host inputs are reused, and a unit is destroyed, only after the replays that read them completed.
   uint32_t min_items_in_flight = 64;
 };
 

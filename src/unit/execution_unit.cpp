@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string>
 
+#include "exec/kind.hpp"
 #include "unit/unit.hpp"
 
 namespace encore {
@@ -50,9 +51,14 @@ std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buf
     // A short step (the depth raised for min_items_in_flight) takes its events every k-th replay
     // only (an event object and a wait per replay cost a launch-bound loop ~7%): groups of k
     // replays, k the largest divisor of the depth that leaves at least max_in_flight groups (and
-    // two, so that waiting for the oldest group leaves the others queued). A long step: k = 1.
+    // two, so that waiting for the oldest group leaves the others queued). A long step: k = 1. So
+    // is a step that leaves host memory to the device (an upload): it must know when each replay
+    // completed before reusing that memory or freeing it, and without an event it could only wait
+    // for a marker, so for other work queued meanwhile too.
+    bool host_reads = false;
+    for (const ExecItem& it : p.items) host_reads = host_reads || kind_of(it).host_reads || kind_of(it).opaque;
     const uint32_t groups = std::max<uint32_t>(p.opt.max_in_flight, 2);
-    for (uint32_t k = u.in_flight_depth / groups; k > 1; --k)
+    for (uint32_t k = host_reads ? 0 : u.in_flight_depth / groups; k > 1; --k)
       if (u.in_flight_depth % k == 0) {
         u.in_flight_every = k;
         break;

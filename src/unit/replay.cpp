@@ -139,12 +139,10 @@ template <class Run> static void run_items_ordered(UnitImpl& u, Binding& b, Run 
 UnitImpl::~UnitImpl() { wait_in_flight(); }
 
 void UnitImpl::wait_in_flight() noexcept {
-  // a failed replay was reported when it was enqueued or waited for
-  if (in_flight_pos)  // the current group's replays took no event: a marker ends them
-    for (auto& d : plan.devices) try {
-        OwnedEvent(d.get(), d->enqueue_marker()).wait_reset();
-      } catch (...) {
-      }
+  // The current group's replays took no events, and need none here: a unit groups its replays
+  // only when they leave no host memory to the device (make_unit), and the device memory they use
+  // is reused only by work queued after them on the same in-order queue. (A failed replay was
+  // reported when it was enqueued or waited for.)
   for (OwnedEvent& e : in_flight) try {
       e.wait_reset();
     } catch (...) {

@@ -251,6 +251,7 @@ struct UnitImpl {
   // replay takes events: per device, its last command's (its last kernel's own, or a marker), kept
   // in the group's slot ([group slot][device], in_flight_depth / in_flight_every slots); a group's
   // first replay waits for the events in its slot, those of the group that many groups back.
+  // Units whose items leave host memory to the device (KindOps::host_reads) never group.
   std::vector<OwnedEvent> in_flight;
   uint32_t in_flight_next = 0;           // the current group's slot
   uint32_t in_flight_pos = 0;            // replays of the current group run so far
@@ -264,8 +265,8 @@ struct UnitImpl {
   std::vector<const unsigned char*> host_now;
   uint64_t arena_gen = 0;                // the pool's generation when bound
   ~UnitImpl();
-  // Waits for every replay still in flight: by their events, so for the unit's own work only; where
-  // the current group's replays took none yet, by a marker per device (what was queued before it).
+  // Waits for every replay still in flight that took events (the unit's own work only, never a
+  // whole queue); the current group's replays need none (see the definition).
   void wait_in_flight() noexcept;
 };
 
