@@ -373,9 +373,12 @@ class SummaryReporter : public benchmark::ConsoleReporter {
                 "device's own time and other processes' load do not)\n");
     if (double sh = median("stencil_hand"); sh > 0)
       for (auto [arg, what] : {std::pair{"-1", "default bound"}, {"3", "exactly 3 replays in flight"}, {"0", "unbounded"}})
-        if (double sr = median(std::string("stencil_replay/") + arg); sr > 0)
-          std::printf("launch-bound stencil %dx%d, one kernel per step: replay (%s) %s, hand %s per step, replay/hand %s\n", int(kGrid),
-                      int(kGrid), what, fmt(sr * 1e6 / kSteps, " us").c_str(), fmt(sh * 1e6 / kSteps, " us").c_str(), fmt(sr / sh, "x").c_str());
+        if (double sr = median(std::string("stencil_replay/") + arg); sr > 0) {
+          const double cr = median(std::string("stencil_replay/") + arg, true), ch = median("stencil_hand", true);
+          std::printf("launch-bound stencil %dx%d, one kernel per step: replay (%s) %s, hand %s per step, replay/hand %s (host %s)\n",
+                      int(kGrid), int(kGrid), what, fmt(sr * 1e6 / kSteps, " us").c_str(), fmt(sh * 1e6 / kSteps, " us").c_str(),
+                      fmt(sr / sh, "x").c_str(), cr > 0 && ch > 0 ? fmt(cr / ch, "x").c_str() : "-");
+        }
     if (double one = median("signatures/1"); one > 0)
       for (const char* s : {"2", "8"})
         if (double many = median(std::string("signatures/") + s); many > 0)

@@ -37,6 +37,14 @@ struct UnitOptions {
   // replays), because waiting on a replay only a few launches back lets the device run dry while
   // the host wakes up (a one-kernel step: 3.0x a hand-written loop at a bound of 3 replays, 0.9x at
   // 16, on PoCL here). 0: exactly max_in_flight replays.
+  // Such a depth D (above max_in_flight) is kept in groups of k replays, k the largest divisor of D
+  // that leaves at least max(max_in_flight, 2) groups (a one-kernel step: D = 64, 4 groups of 16):
+  // only a group's last replay takes the events that end it, and only a group's first replay
+  // waits, for the group D / k groups back. Still at most D replays in flight (the run after D
+  // replays waits for the first k of them), at least D - k stay queued after a wait, and the
+  // replays in between cost no event and no wait. A step with an upload (a copyin inside it) or a
+  // native call is never grouped: each of its replays takes its events, so the staging copies of
+  // host inputs are reused, and a unit is destroyed, only after the replays that read them completed.
   uint32_t min_items_in_flight = 64;
 };
 
@@ -110,11 +118,11 @@ class ENCORE_API ExecutionUnit {
   // Enqueues the step; asynchronous (copyout of a result waits for it).
   void operator()();
   // Enqueues the step after `wait_for` completed (events of any device, an engine's cl_events
-  // through encore/opencl.hpp) and returns its completion. Both run forms keep, per device, the
-  // event that ends the replay for the in-flight bound: the step's last kernel's event, or a marker
-  // where the replay does not end with a kernel on that device (or runs item by item: ENCORE_DEBUG=2,
-  // ENCORE_PROFILE). run() hands that event out (and flushes); an unbounded unit (max_in_flight 0)
-  // keeps none, so its run() costs one marker per device and its operator() none.
+  // through encore/opencl.hpp) and returns its completion: per device, the step's last kernel's own
+  // event, or a marker where the replay does not end with a kernel on that device (or runs item by
+  // item: ENCORE_DEBUG=2, ENCORE_PROFILE); flushed. For the in-flight bound both run forms keep the
+  // same events at the last replay of each group (see UnitOptions::min_items_in_flight; every
+  // replay for a long step); operator() takes none at the others, nor ever when unbounded.
   Event run(std::span<const Event> wait_for = {});
   // Runs the step, waits for it, and returns how long it took in seconds: device time (the device
   // clock from before the step's first item to after its last) where times_on_device(), else the

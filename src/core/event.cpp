@@ -21,8 +21,8 @@ bool Event::done() const { return !impl_ || impl_->done(); }
 
 Event Device::marker() const {
   if (!impl_) throw ArgumentError("Device::marker: null device");
-  detail::NativeEvent* ev = impl_->enqueue_marker();
-  return ev ? Event(std::make_shared<detail::QueueEvent>(impl_, ev)) : Event();
+  detail::OwnedEvent ev(impl_.get(), impl_->enqueue_marker());
+  return ev ? Event(std::make_shared<detail::QueueEvent>(impl_, std::move(ev))) : Event();
 }
 
 void Device::wait_for(std::span<const Event> events) const {

@@ -3,6 +3,7 @@
 #include <memory>
 #include <vector>
 #include "core/device_impl.hpp"
+#include "core/owned_event.hpp"
 
 namespace encore::detail {
 
@@ -13,9 +14,11 @@ struct EventImpl {
   virtual bool done() = 0;
 };
 
-// An event of one device's queue; released with it.
+// An event of one device's queue, owned (released with it). `ev` stays a raw pointer: the OpenCL
+// interop hands it out as a cl_event.
 struct QueueEvent final : EventImpl {
   QueueEvent(std::shared_ptr<DeviceImpl> d, NativeEvent* e) : dev(std::move(d)), ev(e) {}
+  QueueEvent(std::shared_ptr<DeviceImpl> d, OwnedEvent e) : dev(std::move(d)), ev(e.release()) {}
   ~QueueEvent() override;
   void wait() override;
   bool done() override;

@@ -107,9 +107,10 @@ void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) 
 
 void point(BoundItem& x, uint32_t, uint32_t arg, BufferImpl*, NativeMem* handle) { x.kernel->set_buffer(arg, handle); }
 
-NativeEvent* replay_event(BoundItem& x) {
-  if (x.ld.empty) return nullptr;
-  return x.dev->launch_traced(*x.kernel, x.ld.dims, x.ld.gws, x.ld.lws);
+bool replay_event(BoundItem& x, NativeEvent** ev) {
+  if (x.ld.empty) return false;  // a zero global size: OpenCL enqueues nothing
+  *ev = x.dev->launch_traced(*x.kernel, x.ld.dims, x.ld.gws, x.ld.lws);
+  return true;
 }
 
 }  // namespace
@@ -147,7 +148,7 @@ bool run_kernel_eager(KernelImpl& k, const std::vector<Arg>& args, const Sizes& 
         }
       }
     }
-    if (traced) trace_item(dev, dev.launch_traced(bk, ld.dims, ld.gws, ld.lws), *traced, "eager", ld.dims, ld.gws);
+    if (traced) trace_item(dev, OwnedEvent(&dev, dev.launch_traced(bk, ld.dims, ld.gws, ld.lws)), *traced, "eager", ld.dims, ld.gws);
     else enqueue_launch(dev, bk, ld, ns);
     std::array<size_t, 4> cfg{dims, lws[0], dims > 1 ? lws[1] : 0, dims > 2 ? lws[2] : 0};
     bool seen = false;

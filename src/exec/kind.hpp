@@ -68,9 +68,15 @@ struct KindOps {
   void (*point)(BoundItem& x, uint32_t k, uint32_t arg, BufferImpl* to, NativeMem* handle);
   // The replay of a bound item (copied into BoundItem::replay: the replay loop's one call).
   void (*replay)(Binding& b, BoundItem& x);
-  // Replays it with a completion event of its own (traces; the end of a device's replay), null
-  // when it enqueued nothing; a null function: the kind has no event of its own.
-  NativeEvent* (*replay_event)(BoundItem& x);
+  // Replays it with a completion event of its own (traces; the end of a device's replay): false
+  // when it ran nothing (an empty launch: nothing to trace, nothing to wait for), else true with
+  // `*ev` set to the event (the caller owns it), or to null where the device completes work as it
+  // is enqueued (NULL). A null function: the kind has no event of its own.
+  bool (*replay_event)(BoundItem& x, NativeEvent** ev);
+  // Its replay leaves host memory for the device to read after the call returns (an upload's
+  // snapshot or staging copy): a unit with such an item must know when each replay completed, so
+  // each takes its events (UnitImpl::in_flight_every is 1). Opaque kinds count as reading too.
+  bool host_reads = false;
 };
 
 // The kernel kind's replay: inline, so the replay loop can take it without an indirect call (most

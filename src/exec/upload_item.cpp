@@ -62,7 +62,7 @@ void replay(Binding& b, BoundItem& x) {
 }  // namespace
 
 const KindOps upload_kind{"upload", operands, operand_name, queue, label, title, describe, uses_variables, false, false,
-                          run_eager, submit, bind, point, replay, nullptr};
+                          run_eager, submit, bind, point, replay, nullptr, true};
 
 }  // namespace encore::detail
 

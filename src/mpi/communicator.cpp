@@ -95,7 +95,7 @@ struct CollectiveCall final : NativeCall {
   size_t count = 0, nbytes = 0;
   mutable std::vector<unsigned char> staging;  // this rank's bytes, then the result
   mutable std::vector<unsigned char> gathered; // rank 0 of an allreduce: every rank's bytes, in rank order
-  mutable detail::NativeEvent* reading = nullptr;  // begun: the read into staging
+  mutable detail::OwnedEvent reading;  // begun: the read into staging
 
   // Split phase: replay enqueues the read at the item's place and does MPI and the write back only
   // before the first later item that touches the buffer, so independent items are queued first and
@@ -112,17 +112,17 @@ struct CollectiveCall final : NativeCall {
     if (n != 1) throw ArgumentError("encore::Communicator: a collective takes one buffer");
     cancel(d);
     if (nbytes == 0 || (kind == Kind::broadcast && comm->rank != root)) return;
-    reading = d.read_async(mems[0], 0, staging.data(), nbytes);  // after the work queued before it
+    reading = detail::OwnedEvent(&d, d.read_async(mems[0], 0, staging.data(), nbytes));  // after the work queued before it
   }
-  void cancel(detail::DeviceImpl& d) const noexcept override {
-    if (reading) try {
-        d.wait_release(std::exchange(reading, nullptr));  // the device may still be writing staging
-      } catch (...) {
-      }
+  void cancel(detail::DeviceImpl&) const noexcept override {
+    try {
+      reading.wait_reset();  // the device may still be writing staging
+    } catch (...) {
+    }
   }
   void finish(detail::DeviceImpl& d, detail::NativeMem* const* mems, size_t) const override {
     if (nbytes == 0) return;
-    if (reading) d.wait_release(std::exchange(reading, nullptr));
+    reading.wait_reset();
     if (!mpi_alive()) throw DeviceError("encore::Communicator: MPI is not initialized or already finalized");
     MPI_Comm c = comm->comm;
     const int bytes = static_cast<int>(nbytes);

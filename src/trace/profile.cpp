@@ -36,7 +36,7 @@ struct HostSpan {
 
 struct DeviceItem {
   std::shared_ptr<DeviceImpl> dev;
-  NativeEvent* ev;  // retained; null where the device runs synchronously (NULL)
+  OwnedEvent ev;  // null where the device runs synchronously (NULL); after `dev`, so released before it
   std::string name, phase, global;
   double bytes;
   double enqueued_us;
@@ -47,8 +47,6 @@ struct Recording {
   std::vector<HostSpan> spans;
   std::vector<DeviceItem> items;
   void clear() {
-    for (DeviceItem& d : items)
-      if (d.ev) d.dev->release_event(d.ev);
     items.clear();
     spans.clear();
   }
@@ -127,8 +125,8 @@ double device_to_host_us(uint64_t device_ns, uint64_t ref_device_ns, double ref_
 TraceSpan::TraceSpan(const char* n) : name(n), start_us(trace_active() ? host_now_us() : 0) {}
 TraceSpan::~TraceSpan() { trace_span(name, start_us); }
 
-void trace_item(DeviceImpl& dev, NativeEvent* ev, const ExecItem& item, const char* phase, uint32_t dims, const size_t* gws) {
-  DeviceItem d{dev.shared_from_this(), ev, {}, phase, {}, 0, host_now_us()};
+void trace_item(DeviceImpl& dev, OwnedEvent ev, const ExecItem& item, const char* phase, uint32_t dims, const size_t* gws) {
+  DeviceItem d{dev.shared_from_this(), std::move(ev), {}, phase, {}, 0, host_now_us()};
   d.name = kind_of(item).label(item);
   if (dims) {
     d.global = "[";
@@ -189,9 +187,9 @@ void stop(const std::string& path) {
     double ts = d.enqueued_us, dur = 0;
     bool on_device = false;
     if (d.ev) {
-      d.dev->wait_event(d.ev);
+      d.ev.wait();
       uint64_t s = 0, e = 0;
-      if (d.dev->event_times(d.ev, &s, &e)) {
+      if (d.dev->event_times(d.ev.get(), &s, &e)) {
         const ClockRef& c = clock[d.dev.get()];
         ts = device_to_host_us(s, c.device_ns, c.device_ns ? c.host_us : 0);
         dur = static_cast<double>(e >= s ? e - s : 0) / 1000.0;

@@ -9,6 +9,7 @@ namespace encore::detail {
 
 struct DeviceImpl;
 struct NativeEvent;
+class OwnedEvent;
 
 int debug_level();
 // Tracing (encore/profile.hpp): whether recording, a host span, and an enqueued item.
@@ -21,8 +22,9 @@ struct TraceSpan {
   const char* name;
   double start_us;
 };
-// Records an item enqueued on `dev` with its completion event (may be null: host times only).
-void trace_item(DeviceImpl& dev, NativeEvent* ev, const ExecItem& item, const char* phase, uint32_t dims, const size_t* gws);
+// Records an item enqueued on `dev` with its completion event (may be null: host times only),
+// which the trace keeps until it is written or cleared.
+void trace_item(DeviceImpl& dev, OwnedEvent ev, const ExecItem& item, const char* phase, uint32_t dims, const size_t* gws);
 // A device time on the host's clock, given one reference instant read on both (src/trace/profile.cpp).
 double device_to_host_us(uint64_t device_ns, uint64_t ref_device_ns, double ref_host_us);
 // Sends a message to the log sink (encore/log.hpp); by default printed only at ENCORE_DEBUG >= 1.

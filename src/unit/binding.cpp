@@ -218,7 +218,9 @@ void bind_unit(UnitImpl& u) {
       most = std::max(most, w.size());
     }
     for (const auto& e : p.sync.end) most = std::max(most, e.size());
-    b.events.assign(p.sync.slots, nullptr);
+    std::vector<DeviceImpl*> slot_devices;
+    for (uint32_t d : p.sync.slot_device) slot_devices.push_back(p.devices[d].get());
+    b.events.init(std::move(slot_devices));
     b.gather.assign(most, nullptr);
   }
   // what a replay writes: storages of fixed and planned entries (each once), and input entries

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string>
 
+#include "exec/kind.hpp"
 #include "unit/unit.hpp"
 
 namespace encore {
@@ -47,8 +48,23 @@ std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buf
     const uint64_t per = std::max<uint64_t>(p.stats.items_replayed, 1);
     const uint64_t for_items = std::min<uint64_t>((p.opt.min_items_in_flight + per - 1) / per, 256);
     u.in_flight_depth = static_cast<uint32_t>(std::max<uint64_t>(p.opt.max_in_flight, for_items));
+    // A short step (the depth raised for min_items_in_flight) takes its events every k-th replay
+    // only (an event object and a wait per replay cost a launch-bound loop ~7%): groups of k
+    // replays, k the largest divisor of the depth that leaves at least max_in_flight groups (and
+    // two, so that waiting for the oldest group leaves the others queued). A long step: k = 1. So
+    // is a step that leaves host memory to the device (an upload): it must know when each replay
+    // completed before reusing that memory or freeing it, and without an event it could only wait
+    // for a marker, so for other work queued meanwhile too.
+    bool host_reads = false;
+    for (const ExecItem& it : p.items) host_reads = host_reads || kind_of(it).host_reads || kind_of(it).opaque;
+    const uint32_t groups = std::max<uint32_t>(p.opt.max_in_flight, 2);
+    for (uint32_t k = host_reads ? 0 : u.in_flight_depth / groups; k > 1; --k)
+      if (u.in_flight_depth % k == 0) {
+        u.in_flight_every = k;
+        break;
+      }
   }
-  u.in_flight.assign(static_cast<size_t>(u.in_flight_depth) * p.devices.size(), nullptr);
+  u.in_flight.resize(static_cast<size_t>(u.in_flight_depth / u.in_flight_every) * p.devices.size());
   if (debug_level() >= 1) {
     const UnitStats& st = p.stats;
     char line[320];
@@ -229,22 +245,15 @@ Event ExecutionUnit::run(std::span<const Event> wait_for) {
   check_not_replaying(u, "run");
   if (!wait_for.empty())
     for (auto& d : u.plan.devices) d->enqueue_wait(wait_for);
-  run_unit(u);
-  // the completion: this replay's in-flight markers (retained), or new markers when unbounded
+  // the completion: the replay's own events (its last kernel's on each device, or a marker)
   const size_t nd = u.plan.devices.size();
+  std::vector<OwnedEvent> done(nd);
+  run_unit(u, done.data());
   std::vector<std::shared_ptr<EventImpl>> parts;
   for (size_t d = 0; d < nd; ++d) {
     auto& dev = u.plan.devices[d];
-    NativeEvent* ev = nullptr;
-    if (!u.in_flight.empty()) {
-      uint32_t last = (u.in_flight_next + u.in_flight_depth - 1) % u.in_flight_depth;
-      ev = u.in_flight[last * nd + d];
-      if (ev) dev->retain_event(ev);
-      dev->flush();  // a kernel's own event is not flushed: a caller that only polls done() must still see it complete
-    } else {
-      ev = dev->enqueue_marker();
-    }
-    if (ev) parts.push_back(std::make_shared<QueueEvent>(dev, ev));
+    dev->flush();  // a kernel's own event is not flushed: a caller that only polls done() must still see it complete
+    if (done[d]) parts.push_back(std::make_shared<QueueEvent>(dev, std::move(done[d])));
   }
   if (parts.empty()) return Event();
   if (parts.size() == 1) return Event(std::move(parts[0]));

@@ -98,7 +98,6 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
   for (uint32_t i = 0; i < n; ++i) {
     const ExecItem& it = u.items[i];
     PlanStep& st = u.steps[i];
-    st.kind = it.kind;
     ops.clear();
     kind_of(it).operands(it, ops);
     const DeviceImpl* q = kind_of(it).queue(it).get();

@@ -60,9 +60,9 @@ static inline void run_item(Binding& bd, BoundItem& b) {
 // Tracing (encore/profile.hpp): items with events of their own (kernels) by them, others at host times.
 static void run_item_traced(const Plan& p, Binding& bd, BoundItem& b) {
   if (b.ops->replay_event) {
-    // an event of its own, or none (the NULL device): traced at host times; an empty launch is not
-    NativeEvent* ev = b.ops->replay_event(b);
-    if (ev || !b.ld.empty) trace_item(*b.dev, ev, p.items[b.item], "replay", b.ld.dims, b.ld.gws);
+    // its own event, or none (the NULL device: traced at host times); nothing when it ran nothing
+    OwnedEvent ev;
+    if (b.ops->replay_event(b, ev.out(b.dev))) trace_item(*b.dev, std::move(ev), p.items[b.item], "replay", b.ld.dims, b.ld.gws);
     return;
   }
   run_item(bd, b);
@@ -89,7 +89,7 @@ template <class Run> static void run_items(UnitImpl& u, Binding& b, Run run) {
     for (uint32_t i = 0; i < plain; ++i) run(b, b.items[i]);
     for (uint32_t i = plain; i < b.n_replay; ++i) {
       BoundItem& x = b.items[i];
-      if (x.ends_device >= 0) b.end_events[x.ends_device] = x.ops->replay_event(x);
+      if (x.ends_device >= 0) x.ops->replay_event(x, b.end_events[x.ends_device].out(x.dev));
       else run(b, x);
     }
     return;
@@ -115,26 +115,22 @@ template <class Run> static void run_items(UnitImpl& u, Binding& b, Run run) {
 }
 
 // plan.sync around each item (see sync.cpp): barriers and markers between devices of one context.
-// This replay's markers are released at the end, or when an enqueue fails.
+// This replay's events are released at the end, or when an enqueue fails.
 static void barrier(DeviceImpl& dev, Binding& b, const uint32_t* slots, size_t n) {
   dev.enqueue_barrier(gather_events(b, slots, n), static_cast<uint32_t>(n));
 }
 
 template <class Run> static void run_items_ordered(UnitImpl& u, Binding& b, Run run) {
   const CrossSync& s = u.plan.sync;
-  struct Release {
-    UnitImpl& u;
-    Binding& b;
-    ~Release() {
-      for (size_t i = 0; i < b.events.size(); ++i)
-        if (b.events[i]) u.plan.devices[u.plan.sync.slot_device[i]]->release_event(std::exchange(b.events[i], nullptr));
-    }
-  } release{u, b};
-  for (auto [d, slot] : s.start) b.events[slot] = u.plan.devices[d]->enqueue_marker();
+  struct ThisReplay {  // its events are this replay's alone
+    SyncEvents& events;
+    ~ThisReplay() { events.reset(); }
+  } scope{b.events};
+  for (auto [d, slot] : s.start) b.events.set(slot, u.plan.devices[d]->enqueue_marker());
   run_items(u, b, [&](Binding&, BoundItem& x) {
     if (x.wait_n && !x.peer) barrier(*x.dev, b, &b.wait_slots[x.wait_at], x.wait_n);
     run(b, x);
-    if (x.signal >= 0 && !x.peer) b.events[x.signal] = x.dev->enqueue_marker();
+    if (x.signal >= 0 && !x.peer) b.events.set(static_cast<size_t>(x.signal), x.dev->enqueue_marker());
   });
   for (size_t d = 0; d < s.end.size(); ++d)
     if (!s.end[d].empty()) barrier(*u.plan.devices[d], b, s.end[d].data(), s.end[d].size());
@@ -143,12 +139,15 @@ template <class Run> static void run_items_ordered(UnitImpl& u, Binding& b, Run 
 UnitImpl::~UnitImpl() { wait_in_flight(); }
 
 void UnitImpl::wait_in_flight() noexcept {
-  const size_t nd = plan.devices.size();
-  for (size_t i = 0; i < in_flight.size(); ++i)
-    if (in_flight[i]) try {
-        plan.devices[i % nd]->wait_release(std::exchange(in_flight[i], nullptr));
-      } catch (...) {  // a failed replay was reported when it was enqueued or waited for
-      }
+  // The current group's replays took no events, and need none here: a unit groups its replays
+  // only when they leave no host memory to the device (make_unit), and the device memory they use
+  // is reused only by work queued after them on the same in-order queue. (A failed replay was
+  // reported when it was enqueued or waited for.)
+  for (OwnedEvent& e : in_flight) try {
+      e.wait_reset();
+    } catch (...) {
+    }
+  in_flight_pos = 0;  // the next replay starts a group (its slot's staging copies are free)
 }
 
 // The units replaying on this thread, innermost first: frames on the stack, so marking one costs
@@ -174,7 +173,7 @@ void check_not_replaying(const UnitImpl& u, const char* op) {
                      "unit's binding, arena and values until it returns. Call it after the run returns");
 }
 
-void run_unit(UnitImpl& u) {
+void run_unit(UnitImpl& u, OwnedEvent* done) {
   static const bool debug = debug_level() >= 2;
   check_not_replaying(u, "run");
   ReplayMark mark(u);
@@ -185,17 +184,22 @@ void run_unit(UnitImpl& u) {
   if (!u.bound) bind_unit(u);
   if (!u.changed_slots.empty()) check_inputs(u);
   Binding& b = *u.bound;
-  // bounded work in flight: wait for the replay in_flight_depth calls ago
+  // bounded work in flight: a group's first replay waits for the group in its slot, the one
+  // in_flight_depth / in_flight_every groups back, so for every replay but the last
+  // in_flight_depth - in_flight_every ones; only a group's last replay takes events
   const size_t nd = u.plan.devices.size();
-  NativeEvent** slot = u.in_flight.empty() ? nullptr : &u.in_flight[u.in_flight_next * nd];
-  if (slot)
-    for (size_t d = 0; d < nd; ++d)
-      if (slot[d]) u.plan.devices[d]->wait_release(std::exchange(slot[d], nullptr));
+  OwnedEvent* slot = u.in_flight.empty() ? nullptr : &u.in_flight[u.in_flight_next * nd];
+  if (slot && u.in_flight_pos == 0)
+    for (size_t d = 0; d < nd; ++d) slot[d].wait_reset();
   for (uint32_t s = 0; s < u.staged.size(); ++s)
     if (u.staged[s]) enqueue_copy(*u.staging[s].impl(), *u.inputs[s].impl(), u.staging[s].nbytes(), nullptr);
-  b.ring = u.in_flight_next;
+  // the staging copy of this replay's place in the ring: its previous user was in the group whose
+  // events the group's first replay waited for (the invariant host uploads rely on)
+  b.ring = u.in_flight_next * u.in_flight_every + u.in_flight_pos;
+  const bool ends_group = slot && u.in_flight_pos + 1 == u.in_flight_every;
+  OwnedEvent* ends = done ? done : ends_group ? slot : nullptr;
   // the plain loop ends each device's replay with its last kernel's event; the others with markers
-  b.end_events = slot && !debug && !trace_active() && !u.plan.sync.ordered() ? slot : nullptr;
+  b.end_events = ends && !debug && !trace_active() && !u.plan.sync.ordered() ? ends : nullptr;
   // a replay that fails part way cancels the split-phase calls it began and did not finish
   struct CancelOpen {
     Binding& b;
@@ -211,19 +215,29 @@ void run_unit(UnitImpl& u) {
   } catch (...) {
     // a failed enqueue leaves this replay without its in-flight events: let what it queued finish,
     // so the next replay may reuse this replay's staging copies (host uploads read them)
+    b.end_events = nullptr;
     for (auto& d : u.plan.devices) try {
         d->finish();
       } catch (...) {
       }
+    if (ends)
+      for (size_t d = 0; d < nd; ++d) ends[d].reset();  // a part of a replay that failed: complete now
     throw;
   }
   for (BufferImpl* r : b.written_roots) r->version.fetch_add(1, std::memory_order_acq_rel);
   for (uint32_t e : b.written_entries) b.current[e].impl()->bump();
-  if (slot) {
+  if (ends) {
     b.end_events = nullptr;
     for (size_t d = 0; d < nd; ++d)
-      if (!slot[d]) slot[d] = u.plan.devices[d]->enqueue_marker();
-    u.in_flight_next = (u.in_flight_next + 1) % u.in_flight_depth;
+      if (!ends[d]) ends[d] = OwnedEvent(u.plan.devices[d].get(), u.plan.devices[d]->enqueue_marker());
+  }
+  if (ends_group) {
+    if (done)
+      for (size_t d = 0; d < nd; ++d) slot[d] = done[d].share();
+    u.in_flight_next = (u.in_flight_next + 1) % (u.in_flight_depth / u.in_flight_every);
+    u.in_flight_pos = 0;
+  } else if (slot) {
+    ++u.in_flight_pos;
   }
 }
 

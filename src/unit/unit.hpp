@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "encore/execution_unit.hpp"
+#include "core/owned_event.hpp"
 #include "exec/enqueue.hpp"
 #include "internal.hpp"
 #include "unit/size_ref.hpp"
@@ -38,7 +39,6 @@ struct PlanEntry {
 
 // One item as replay needs it: entries and variable slots instead of handles.
 struct PlanStep {
-  ItemKind kind = ItemKind::kernel;
   bool one_time = false;
   bool has_local = false;
   uint32_t dims = 0;
@@ -149,6 +149,38 @@ struct VarUse {
   DType as;
 };
 
+// One replay's cross-device events (plan.sync's slots: markers, peer copies' own events), owned and
+// released together when the replay ends. Raw pointers by slot, so a backend call sets a slot
+// through a NativeEvent** and wait lists are gathered from them.
+class SyncEvents {
+ public:
+  SyncEvents() = default;
+  SyncEvents(const SyncEvents&) = delete;
+  SyncEvents& operator=(const SyncEvents&) = delete;
+  ~SyncEvents() { reset(); }
+  // One slot per entry of `devices` (the device whose queue makes that slot's event).
+  void init(std::vector<DeviceImpl*> devices) {
+    reset();
+    dev_ = std::move(devices);
+    ev_.assign(dev_.size(), nullptr);
+  }
+  size_t size() const noexcept { return ev_.size(); }
+  // A slot for a backend call to set (empty when set: each slot is set once per replay).
+  NativeEvent*& operator[](size_t slot) noexcept { return ev_[slot]; }
+  NativeEvent* operator[](size_t slot) const noexcept { return ev_[slot]; }
+  void set(size_t slot, NativeEvent* e) noexcept {
+    OwnedEvent old(dev_[slot], ev_[slot]);
+    ev_[slot] = e;
+  }
+  void reset() noexcept {
+    for (size_t i = 0; i < ev_.size(); ++i) OwnedEvent(dev_[i], std::exchange(ev_[i], nullptr));
+  }
+
+ private:
+  std::vector<NativeEvent*> ev_;
+  std::vector<DeviceImpl*> dev_;
+};
+
 // Device objects for one plan. Replayed items come first in `items` (step order, with the finish
 // items of split-phase calls where plan.sync places them), then one-time items (step order).
 struct Binding {
@@ -166,16 +198,19 @@ struct Binding {
   std::vector<uint32_t> written_entries;        // input entries written (their storage follows the inputs)
   // cross-device order (plan.sync): this replay's events by slot, and a buffer to gather wait lists
   std::vector<uint32_t> wait_slots;
-  std::vector<NativeEvent*> events, gather;
+  SyncEvents events;
+  std::vector<NativeEvent*> gather;
   // split-phase calls: their begin items (bound indexes), and which this replay began and has not
   // finished (a replay that fails cancels those)
   std::vector<uint32_t> splits;
   std::vector<uint8_t> open;
-  // this replay's in-flight slots ([device]) while the kernels marked ends_device take their own
-  // events as the replay's completion; null: completion markers after the replay instead
-  NativeEvent** end_events = nullptr;
+  // where this replay's completion goes ([device]) while the kernels marked ends_device take their
+  // own events as it; null: this replay takes no event, or markers after it instead
+  OwnedEvent* end_events = nullptr;
   uint32_t first_end = 0;  // the first bound item marked ends_device (n_replay: none)
-  uint32_t ring = 0;       // this replay's in-flight slot: which staging copy host uploads use
+  // which staging copy this replay's host uploads use, in [0, in_flight_depth): the copy's previous
+  // user is a replay in_flight_depth / in_flight_every groups back, complete before this one starts
+  uint32_t ring = 0;
 };
 
 // This replay's events at `slots`, gathered into one array (null where an item did not run).
@@ -211,11 +246,17 @@ struct UnitImpl {
   std::vector<std::pair<BufferImpl*, uint64_t>> once_versions;  // what one-time items read or write
   std::vector<uint32_t> once_written;    // indexes into once_versions of the storages they write
   bool versions_taken = false;           // at the first bind: later binds must still see writes since
-  // completions of the last max_in_flight replays, per device ([replay slot][device]): the event of
-  // the replay's last command there (its last kernel's own, or a marker)
-  std::vector<NativeEvent*> in_flight;
-  uint32_t in_flight_next = 0;
-  uint32_t in_flight_depth = 0;          // replay slots in the ring (0: unbounded): UnitOptions' two bounds
+  // The in-flight bound (UnitOptions' two bounds): at most in_flight_depth replays in flight, in
+  // groups of in_flight_every consecutive replays (1 but for a short step). Only a group's last
+  // replay takes events: per device, its last command's (its last kernel's own, or a marker), kept
+  // in the group's slot ([group slot][device], in_flight_depth / in_flight_every slots); a group's
+  // first replay waits for the events in its slot, those of the group that many groups back.
+  // Units whose items leave host memory to the device (KindOps::host_reads) never group.
+  std::vector<OwnedEvent> in_flight;
+  uint32_t in_flight_next = 0;           // the current group's slot
+  uint32_t in_flight_pos = 0;            // replays of the current group run so far
+  uint32_t in_flight_depth = 0;          // replays in flight at most (0: unbounded)
+  uint32_t in_flight_every = 1;          // replays per group
   std::shared_ptr<ArenaPool> arena_pool; // a TinyJit's shared arenas (null: arenas of its own)
   std::vector<Device> device_handles;    // plan.devices as public handles (ExecutionUnit::devices)
   // host inputs, per slot: the capture's bytes (uploaded until a slot is bound) and the bytes the
@@ -224,7 +265,8 @@ struct UnitImpl {
   std::vector<const unsigned char*> host_now;
   uint64_t arena_gen = 0;                // the pool's generation when bound
   ~UnitImpl();
-  // Waits for every replay still in flight (the unit's own work only, never a whole queue).
+  // Waits for every replay still in flight that took events (the unit's own work only, never a
+  // whole queue); the current group's replays need none (see the definition).
   void wait_in_flight() noexcept;
 };
 
@@ -240,7 +282,9 @@ void resolve_sizes(const Plan& p, const BoundItem& b, const std::vector<VarValue
 void set_var(UnitImpl& u, uint32_t slot, VarValue v);
 // replay.cpp
 void check_inputs(UnitImpl& u);
-void run_unit(UnitImpl& u);
+// Replays once. `done` given ([device]): set to the replay's completion on each device (its last
+// kernel's own event, or a marker; null on NULL), whatever its place in its group.
+void run_unit(UnitImpl& u, OwnedEvent* done = nullptr);
 // JitError when u is replaying on this thread (a native call inside it calls back into it): a
 // replay reads its binding, arena and variables throughout, so `op` cannot change them meanwhile.
 void check_not_replaying(const UnitImpl& u, const char* op);
