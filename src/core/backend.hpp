@@ -132,8 +132,6 @@ class QueueBackend {
   virtual void retain_event(NativeEvent* /*ev*/) {}
   // Drops one reference to `ev` (after the exit drain: nothing, the driver may be gone).
   virtual void release_event(NativeEvent* /*ev*/) noexcept {}
-  // Waits for `ev` and releases it, also when the wait throws.
-  void wait_release(NativeEvent* ev);
   // Later work on this queue waits for `events` without blocking the host where the backend can
   // (events of its own context); others are waited for on the host first.
   virtual void enqueue_wait(std::span<const Event> events) {

@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "core/env.hpp"
+#include "core/owned_event.hpp"
 #include "internal.hpp"
 
 namespace encore {
@@ -25,29 +26,13 @@ void QueueBackend::copy_peer(const DeviceImpl& src_dev, NativeMem*, size_t, Nati
                              NativeEvent**) {
   throw Error("internal error: copy_peer from " + src_dev.info.id + " on a backend without async peers");
 }
-void QueueBackend::wait_release(NativeEvent* ev) {
-  try {
-    wait_event(ev);
-  } catch (...) {
-    release_event(ev);
-    throw;
-  }
-  release_event(ev);
-}
 bool DeviceImpl::device_clock(uint64_t* ns) {
   if (!profiling) return false;  // no marker, no wait: the caller times on the host
-  NativeEvent* ev = enqueue_marker();
+  OwnedEvent ev(this, enqueue_marker());
   if (!ev) return false;
+  ev.wait();
   uint64_t start = 0, end = 0;
-  bool ok = false;
-  try {
-    wait_event(ev);
-    ok = event_times(ev, &start, &end);
-  } catch (...) {
-    release_event(ev);
-    throw;
-  }
-  release_event(ev);
+  const bool ok = event_times(ev.get(), &start, &end);
   if (ok) *ns = end;
   return ok;
 }

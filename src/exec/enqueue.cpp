@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "core/owned_event.hpp"
+
 namespace encore::detail {
 
 void choose_local(uint32_t dims, const size_t* gws, size_t max_wg, size_t* lws) {
@@ -84,18 +86,12 @@ size_t max_group_size(const DeviceImpl& dev, const BackendKernel& k) {
 
 void launch_timed(DeviceImpl& dev, BackendKernel& k, const LaunchDims& d, uint64_t* device_ns) {
   *device_ns = 0;
-  NativeEvent* ev = nullptr;
-  dev.launch(k, d.dims, d.gws, d.lws, &ev);
+  OwnedEvent ev;
+  dev.launch(k, d.dims, d.gws, d.lws, ev.out(&dev));
   if (!ev) return;  // complete already, and no device time to read
+  ev.wait();
   uint64_t start = 0, end = 0;
-  try {
-    dev.wait_event(ev);
-    if (dev.event_times(ev, &start, &end)) *device_ns = end - start;
-  } catch (...) {
-    dev.release_event(ev);
-    throw;
-  }
-  dev.release_event(ev);
+  if (dev.event_times(ev.get(), &start, &end)) *device_ns = end - start;
 }
 
 CopyPath copy_path(const DeviceImpl& dst, const DeviceImpl& src) {
@@ -137,18 +133,10 @@ namespace {
 // Without a plan, order by whole queues; replay keeps only the dependencies (src/unit/sync.cpp).
 // Same copy_peer either way.
 void copy_peer_eager(BufferImpl& d, BufferImpl& s, size_t n) {
-  NativeEvent* ready = s.dev->enqueue_marker();
-  NativeEvent* done = nullptr;
-  try {
-    enqueue_peer_copy(d, s, n, &ready, 1, &done);
-    s.dev->enqueue_barrier(&done, 1);
-  } catch (...) {
-    s.dev->release_event(ready);
-    if (done) d.dev->release_event(done);
-    throw;
-  }
-  s.dev->release_event(ready);
-  d.dev->release_event(done);
+  OwnedEvent ready(s.dev.get(), s.dev->enqueue_marker());
+  OwnedEvent done;
+  enqueue_peer_copy(d, s, n, ready.list(), 1, done.out(d.dev.get()));
+  s.dev->enqueue_barrier(done.list(), 1);
 }
 }  // namespace
 
