@@ -4,7 +4,7 @@
 // slower), so the source is what says which parameter is a const pointer, a float4 or a struct.
 // The reader refuses rather than guesses: a macro it cannot expand or a type it does not know in a
 // signature makes the whole program "unreadable", and the OpenCL device then asks the driver
-// through a separate metadata build (src/opencl/cl_device.cpp).
+// through a separate metadata build (src/opencl/cl_program.cpp).
 #include <array>
 #include <cstddef>
 #include <span>
