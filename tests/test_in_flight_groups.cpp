@@ -1,7 +1,7 @@
 // How the in-flight bound groups a short step's replays (src/unit/execution_unit.cpp): the depth
-// (UnitOptions' two bounds) is unchanged; groups of k replays, k the largest divisor of the depth
-// leaving at least max(max_in_flight, 2) groups; one event slot per group and device. A step with
-// an upload is never grouped.
+// (UnitOptions' two bounds); groups of k replays, k the largest divisor of the depth leaving at
+// least max(max_in_flight, 2) groups, a raised depth with no such divisor raised further to the next
+// multiple of the groups; one event slot per group and device. A step with an upload is never grouped.
 #include <gtest/gtest.h>
 
 #include "encore/encore.hpp"
@@ -17,7 +17,7 @@ TEST(InFlightGroups, ShortStepsTakeEventsEveryKthReplay) {
     int kernels;
     uint32_t max, min_items, depth, every;
   };
-  for (Case c : {Case{1, 3, 64, 64, 16}, Case{2, 3, 64, 32, 8}, Case{3, 3, 64, 22, 2}, Case{3, 2, 64, 22, 11}, Case{5, 3, 64, 13, 1},
+  for (Case c : {Case{1, 3, 64, 64, 16}, Case{2, 3, 64, 32, 8}, Case{3, 3, 64, 22, 2}, Case{3, 2, 64, 22, 11}, Case{5, 3, 64, 15, 5}, Case{10, 3, 64, 9, 3}, Case{7, 2, 64, 10, 5},
                  Case{100, 3, 64, 3, 1}, Case{1, 3, 0, 3, 1}, Case{1, 300, 64, 300, 1}, Case{1, 3, 100000, 256, 64},
                  Case{1, 1, 64, 64, 32}, Case{1, 1, 0, 1, 1}, Case{1, 0, 64, 0, 1}}) {
     encore::UnitOptions o;

@@ -38,7 +38,8 @@ struct UnitOptions {
   // the host wakes up (a one-kernel step: 3.0x a hand-written loop at a bound of 3 replays, 0.9x at
   // 16, on PoCL here). 0: exactly max_in_flight replays.
   // Such a depth D (above max_in_flight) is kept in groups of k replays, k the largest divisor of D
-  // that leaves at least max(max_in_flight, 2) groups (a one-kernel step: D = 64, 4 groups of 16):
+  // that leaves at least max(max_in_flight, 2) groups (a one-kernel step: D = 64, 4 groups of 16;
+  // a D with no such divisor is raised to the next multiple of the groups: 10 kernels, D = 9 in 3):
   // only a group's last replay takes the events that end it, and only a group's first replay
   // waits, for the group D / k groups back. Still at most D replays in flight (the run after D
   // replays waits for the first k of them), at least D - k stay queued after a wait, and the

@@ -63,6 +63,13 @@ std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buf
         u.in_flight_every = k;
         break;
       }
+    // a raised depth with no such divisor (7 for a 10-kernel step, 13 for 5 kernels) goes up to the
+    // next multiple of the groups, so it groups too: still at least min_items_in_flight items
+    const uint32_t up = (u.in_flight_depth + groups - 1) / groups * groups;
+    if (!host_reads && for_items > p.opt.max_in_flight && u.in_flight_every == 1 && up <= 256 && up / groups > 1) {
+      u.in_flight_depth = up;
+      u.in_flight_every = up / groups;
+    }
   }
   u.in_flight.resize(static_cast<size_t>(u.in_flight_depth / u.in_flight_every) * p.devices.size());
   if (debug_level() >= 1) {
