@@ -69,9 +69,6 @@ void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) 
 
 void point(BoundItem& x, uint32_t, uint32_t arg, BufferImpl* to, NativeMem*) { (arg == 0 ? x.dst : x.src) = to; }
 
-// The table's replay, deciding per call; bind always replaces it with its variant's.
-void replay(Binding&, BoundItem& x) { enqueue_copy(*x.dst, *x.src, x.n, x.staging); }
-
 }  // namespace
 
 std::optional<CopyPath> bound_copy_path(const BoundItem& x) {
@@ -83,7 +80,7 @@ std::optional<CopyPath> bound_copy_path(const BoundItem& x) {
 }
 
 const KindOps copy_kind{"copy", operands, operand_name, queue, label, title, describe, uses_variables, false, false,
-                        run_eager, submit, bind, point, replay, nullptr};
+                        run_eager, submit, bind, point, replay_queue, nullptr};  // bind sets each copy's variant
 
 }  // namespace encore::detail
 

@@ -66,7 +66,8 @@ struct KindOps {
   // Re-points operand `k` (argument `arg`) of bound item `x` at `to` (`handle`: its kernel-argument
   // handle, set when the kind takes handles).
   void (*point)(BoundItem& x, uint32_t k, uint32_t arg, BufferImpl* to, NativeMem* handle);
-  // The replay of a bound item (copied into BoundItem::replay: the replay loop's one call).
+  // The replay of a bound item (copied into BoundItem::replay: the replay loop's one call; `bind`
+  // may replace it with one chosen for the item, as the copy kind does per variant).
   void (*replay)(Binding& b, BoundItem& x);
   // Replays it with a completion event of its own (traces; the end of a device's replay): false
   // when it ran nothing (an empty launch: nothing to trace, nothing to wait for), else true with
