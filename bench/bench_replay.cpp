@@ -7,6 +7,8 @@
 //           ping-ponging between two buffers;
 //   hand_sub the same loop over one sub-buffer per chain element inside one arena, as encore's
 //           memory planner lays the temporaries out (isolates the cost of sub-buffers);
+//   paired  replay and hand in one loop, a step of each in turn, each step timed: the ratio of
+//           their median steps (both see the same drift of a shared machine's speed);
 // each iteration ends with a finish. On "CL" (the default OpenCL device, PoCL here) and on "NULL"
 // (the no-op device: encore's own cost per item; no hand-written loop there).
 //   bench-replay --benchmark_repetitions=5 --benchmark_min_time=0.2 --benchmark_enable_random_interleaving=true
@@ -17,6 +19,8 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -219,12 +223,65 @@ struct HandChain {
   }
 };
 
-void BM_hand(benchmark::State& state, int K, bool sub_buffers) {
+HandChain& hand_chain(int K, bool sub_buffers) {
   static std::map<std::pair<int, bool>, std::unique_ptr<HandChain>> chains;
   auto& c = chains[{K, sub_buffers}];
   if (!c) c = std::make_unique<HandChain>(K, sub_buffers);
-  for (auto _ : state) c->run();
+  return *c;
+}
+
+void BM_hand(benchmark::State& state, int K, bool sub_buffers) {
+  HandChain& c = hand_chain(K, sub_buffers);
+  for (auto _ : state) c.run();
   set_counters(state, K, false);
+}
+
+// ---- replay and hand in one loop, step by step ----------------------------------------------------
+// On a shared machine the speed drifts over seconds by more than the difference measured here, so
+// the separate benchmarks above need many interleaved rounds. This one runs one replayed step and one
+// hand-written step in turn (which goes first alternating), times each, and reports the ratio of the
+// two median step times: both medians see the same drift.
+double median_of(std::vector<double>& v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+double thread_cpu_s() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+void BM_paired(benchmark::State& state, int K) {
+  EncoreFixture& f = fixture("CL", K);
+  HandChain& h = hand_chain(K, false);
+  std::vector<double> wall[2], cpu[2];  // [0] replay, [1] hand
+  for (auto* v : {&wall[0], &wall[1], &cpu[0], &cpu[1]}) v->reserve(1 << 16);
+  auto timed = [&](int which, auto&& step) {
+    const double c0 = thread_cpu_s();
+    const auto t0 = std::chrono::steady_clock::now();
+    step();
+    wall[which].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    cpu[which].push_back(thread_cpu_s() - c0);
+  };
+  auto replay = [&] {
+    const encore::Buffer& y = f.jit(f.x);
+    benchmark::DoNotOptimize(&y);
+    f.chain.dev.synchronize();
+  };
+  auto hand = [&] { h.run(); };
+  bool replay_first = true;
+  for (auto _ : state) {
+    if (replay_first) timed(0, replay), timed(1, hand);
+    else timed(1, hand), timed(0, replay);
+    replay_first = !replay_first;
+  }
+  const double mr = median_of(wall[0]), mh = median_of(wall[1]), cr = median_of(cpu[0]), ch = median_of(cpu[1]);
+  state.counters["replay_us"] = mr * 1e6 / K;  // per kernel
+  state.counters["hand_us"] = mh * 1e6 / K;
+  state.counters["ratio"] = mh > 0 ? mr / mh : 0;
+  state.counters["host_ratio"] = ch > 0 ? cr / ch : 0;  // the enqueuing thread's CPU time
 }
 
 // ---- a launch-bound loop: one stencil kernel per step -------------------------------------------
@@ -355,6 +412,8 @@ class SummaryReporter : public benchmark::ConsoleReporter {
         const std::string key = r.run_name.function_name + (r.run_name.args.empty() ? "" : "/" + r.run_name.args);
         per_iter_s_[key].push_back(r.real_accumulated_time / static_cast<double>(r.iterations));
         cpu_iter_s_[key].push_back(r.cpu_accumulated_time / static_cast<double>(r.iterations));
+        if (auto c = r.counters.find("ratio"); c != r.counters.end()) ratios_[key].push_back(c->second.value);
+        if (auto c = r.counters.find("host_ratio"); c != r.counters.end()) host_ratios_[key].push_back(c->second.value);
       }
   }
   // median seconds per iteration (wall, or the calling thread's CPU time), or -1
@@ -384,6 +443,16 @@ class SummaryReporter : public benchmark::ConsoleReporter {
         if (double many = median(std::string("signatures/") + s); many > 0)
           std::printf("NULL, one-kernel step over %s input signatures in turn: %s per call, %s more than one signature\n", s,
                       fmt(many * 1e9, " ns").c_str(), fmt((many - one) * 1e9, " ns").c_str());
+    for (int K : kChains)
+      if (auto it = ratios_.find(name("paired", "CL", K)); it != ratios_.end()) {
+        auto range = [&](std::vector<double> v) {
+          std::sort(v.begin(), v.end());
+          const double m = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+          return fmt(m, "x") + " (" + fmt(v.front(), "x") + " to " + fmt(v.back(), "x") + ")";
+        };
+        std::printf("CL, K = %d, replay and hand step by step in one loop, replay/hand of the median steps: %s, host %s\n", K,
+                    range(it->second).c_str(), range(host_ratios_.at(it->first)).c_str());
+      }
     std::printf("%-6s %6s %12s %12s %12s %12s %12s %12s %12s %12s %12s\n", "device", "K", "eager", "replay", "hand", "hand_sub", "replay/hand",
                 "eager/replay", "host replay", "host hand", "host r/h");
     for (const char* dev : {"CL", "NULL"})
@@ -415,7 +484,7 @@ class SummaryReporter : public benchmark::ConsoleReporter {
     std::snprintf(b, sizeof b, v < 10 ? "%.3f%s" : "%.1f%s", v, unit);
     return b;
   }
-  std::map<std::string, std::vector<double>> per_iter_s_, cpu_iter_s_;
+  std::map<std::string, std::vector<double>> per_iter_s_, cpu_iter_s_, ratios_, host_ratios_;
 };
 
 }  // namespace
@@ -431,6 +500,7 @@ int main(int argc, char** argv) {
       if (d == "CL") {
         benchmark::RegisterBenchmark(SummaryReporter::name("hand", dev, K).c_str(), BM_hand, K, false)->UseRealTime();
         benchmark::RegisterBenchmark(SummaryReporter::name("hand_sub", dev, K).c_str(), BM_hand, K, true)->UseRealTime();
+        if (K > 1) benchmark::RegisterBenchmark(SummaryReporter::name("paired", dev, K).c_str(), BM_paired, K)->UseRealTime();
       }
     }
   }

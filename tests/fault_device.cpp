@@ -117,9 +117,9 @@ class FaultDevice final : public DeviceImpl {
     tick(*c_, "write");
     inner_->write(root, offset, src, n, blocking);
   }
-  void read(NativeMem* root, size_t offset, void* dst, size_t n) override {
+  void read_queue(NativeMem* root, size_t offset, void* dst, size_t n) override {
     tick(*c_, "read");
-    inner_->read(root, offset, dst, n);
+    inner_->read_queue(root, offset, dst, n);
   }
   void copy(NativeMem* dst, size_t doff, NativeMem* src, size_t soff, size_t n) override {
     tick(*c_, "copy");
@@ -135,9 +135,9 @@ class FaultDevice final : public DeviceImpl {
     inner_->launch(fk.inner(), dims, global, local, done);
     if (auto f = c_->kernels.find(fk.name()); f != c_->kernels.end()) f->second(fk.args(), dims, global);
   }
-  void finish() override {
+  void finish_queue() override {
     tick(*c_, "finish");
-    inner_->finish();
+    inner_->finish_queue();
   }
   BuildResult build(const std::string& source, const std::string& options, const std::vector<unsigned char>* binary,
                     const std::vector<KernelSignature>* cached) override {

@@ -223,3 +223,46 @@ TEST(InFlightBound, FreeingMidGroupWaitsOnlyWhereReplaysReadHostMemory) {
       }
     }
 }
+
+// A Device::synchronize that has not returned yet says nothing about the replays queued meanwhile:
+// with one waiting on another thread (behind the gate) the bound still holds exactly, and a
+// synchronize that has returned lets every replay after it run without waiting.
+TEST(InFlightBound, OnlyAWaitThatReturnedRestartsTheBound) {
+  NEED_CL();
+  Env& e = cl();
+  Buffer y = make(e.dev, std::vector<float>(64, 0.f));
+  encore::ExecutionUnit unit = one_kernel_unit(e, y);
+  for (int i = 0; i < 16; ++i) unit();  // one whole group: the ring is not at its start
+  Gate gate(e.dev);
+  std::atomic<bool> opened{false}, synced{false};
+  unit.run({&gate.ev, 1});  // every later replay queues behind this one
+  std::thread syncer([&] {
+    e.dev.synchronize();  // returns once the gate opens
+    synced = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the syncer is waiting in clFinish
+  std::thread opener([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    opened = true;
+    gate.open();
+  });
+  for (int i = 1; i < 64; ++i) unit();
+  EXPECT_FALSE(opened.load()) << "one of the 64 runs after the gate waited for it";
+  EXPECT_FALSE(synced.load());
+  unit();
+  EXPECT_TRUE(opened.load()) << "run 65 after the gate did not wait for the first: a synchronize still waiting restarted the bound";
+  opener.join();
+  syncer.join();
+  e.dev.synchronize();
+  EXPECT_EQ(get(y), std::vector<float>(64, 82.f));  // the capture's eager run and 81 replays
+  // after a synchronize that returned: 200 steps, each waited for by the host, in between others
+  // that are not; every result as eager's
+  for (int i = 0; i < 200; ++i) {
+    unit();
+    if (i % 7 == 0) e.dev.synchronize();
+    if (i % 11 == 0) {
+      EXPECT_EQ(get(y)[0], 83.f + static_cast<float>(i)) << "step " << i;
+    }
+  }
+  EXPECT_EQ(get(y), std::vector<float>(64, 282.f));
+}

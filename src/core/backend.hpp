@@ -81,11 +81,11 @@ class QueueBackend {
   // Root <- `n` host bytes at `src`. Not blocking: `src` must stay alive until the queue has read it.
   virtual void write(NativeMem* root, size_t offset, const void* src, size_t n, bool blocking) = 0;
   // `n` host bytes at `dst` <- root; waits (for the work queued before it, then the read).
-  virtual void read(NativeMem* root, size_t offset, void* dst, size_t n) = 0;
+  virtual void read_queue(NativeMem* root, size_t offset, void* dst, size_t n) = 0;
   // A read that does not wait: `dst` holds the bytes once the returned event completes (null: the
   // read is complete already). The caller waits for and releases the event.
   virtual NativeEvent* read_async(NativeMem* root, size_t offset, void* dst, size_t n) {
-    read(root, offset, dst, n);
+    read_queue(root, offset, dst, n);
     return nullptr;
   }
   // Sets bytes [offset, offset + n) of `root` to `pattern` repeated (n and offset are multiples of
@@ -114,7 +114,7 @@ class QueueBackend {
     return ev;
   }
   // Waits until everything enqueued so far has completed.
-  virtual void finish() = 0;
+  virtual void finish_queue() = 0;
   // Submits what is queued (clFlush): before an event is handed to code that may only poll it.
   virtual void flush() {}
   // Device start and end of a completed event's command; false where the queue does not profile.

@@ -21,6 +21,23 @@ namespace detail {
 
 DeviceImpl::DeviceImpl() : allocator(std::make_unique<Allocator>(this)) {}
 DeviceImpl::~DeviceImpl() = default;
+
+namespace {
+// A whole-queue wait: the ticket taken before it, published after it returned (a wait that throws
+// publishes nothing). Concurrent waits may return out of order: done keeps the largest ticket.
+template <class Wait> void counted_wait(std::atomic<uint64_t>& begun, std::atomic<uint64_t>& done, Wait wait) {
+  const uint64_t ticket = begun.fetch_add(1) + 1;
+  wait();
+  uint64_t d = done.load();
+  while (d < ticket && !done.compare_exchange_weak(d, ticket)) {
+  }
+}
+}  // namespace
+
+void DeviceImpl::finish() { counted_wait(queue_waits_begun, queue_waits_done, [&] { finish_queue(); }); }
+void DeviceImpl::read(NativeMem* root, size_t offset, void* dst, size_t n) {
+  counted_wait(queue_waits_begun, queue_waits_done, [&] { read_queue(root, offset, dst, n); });
+}
 // only backends whose devices share contexts (DeviceImpl::context) have async peers
 void QueueBackend::copy_peer(const DeviceImpl& src_dev, NativeMem*, size_t, NativeMem*, size_t, size_t, NativeEvent* const*, uint32_t,
                              NativeEvent**) {

@@ -40,8 +40,18 @@ struct DeviceImpl : std::enable_shared_from_this<DeviceImpl>, MemoryBackend, Que
   // between two such devices is a memmove
   bool host_memory = false;
 
+  // Completions of the whole queue (finish, and blocking reads: the queue is in order), so the
+  // in-flight bound knows when a unit's earlier replays have completed without an event of theirs
+  // (src/unit/replay.cpp). Each takes a ticket before it waits and publishes it after: work queued
+  // before `queue_waits_begun` read t has completed once `queue_waits_done` > t.
+  std::atomic<uint64_t> queue_waits_begun{0}, queue_waits_done{0};
+
   DeviceImpl();
   virtual ~DeviceImpl();
+  // Waits until everything enqueued so far has completed (QueueBackend::finish_queue, counted).
+  void finish();
+  // `n` host bytes at `dst` <- root, waiting for the work queued before (read_queue, counted).
+  void read(NativeMem* root, size_t offset, void* dst, size_t n);
   // The NULL device: runs no kernel (results are not computed).
   virtual bool is_null() const { return false; }
   // Whether a copy from `src` can run on this queue asynchronously to src's queue (another device

@@ -57,7 +57,10 @@ void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) 
                 it.describe());
   switch (path) {
     case CopyPath::queue: x.replay = replay_queue; break;
-    case CopyPath::peer: x.replay = replay_peer; break;
+    case CopyPath::peer:
+      x.replay = replay_peer;
+      x.orders_itself = true;  // the generic order around an item (a barrier, a marker) would add commands
+      break;
     case CopyPath::host: x.replay = replay_host; break;
     case CopyPath::staged:
       b.staging.push_back(std::make_unique<unsigned char[]>(x.n));

@@ -81,7 +81,7 @@ class NullDevice final : public DeviceImpl {
   NativeMem* make_view(NativeMem* root, size_t offset, size_t) override { return as_mem(bytes(root) + offset); }
   void free_view(NativeMem*) override {}
   void write(NativeMem* root, size_t off, const void* src, size_t n, bool) override { std::memcpy(bytes(root) + off, src, n); }
-  void read(NativeMem* root, size_t off, void* dst, size_t n) override { std::memcpy(dst, bytes(root) + off, n); }
+  void read_queue(NativeMem* root, size_t off, void* dst, size_t n) override { std::memcpy(dst, bytes(root) + off, n); }
   void copy(NativeMem* dst, size_t doff, NativeMem* src, size_t soff, size_t n) override {
     std::memmove(bytes(dst) + doff, bytes(src) + soff, n);
   }
@@ -102,7 +102,7 @@ class NullDevice final : public DeviceImpl {
     }
     if (done) *done = nullptr;  // complete: nothing ran
   }
-  void finish() override {}
+  void finish_queue() override {}
   BuildResult build(const std::string& source, const std::string&, const std::vector<unsigned char>*,
                     const std::vector<KernelSignature>* signatures) override {
     BuildResult r;

@@ -53,7 +53,7 @@ void ClDevice::write(NativeMem* root, size_t off, const void* src, size_t n, boo
       st != CL_SUCCESS)
     cl::check(st, "clEnqueueWriteBuffer", std::to_string(n) + " bytes on " + info.id);
 }
-void ClDevice::read(NativeMem* root, size_t off, void* dst, size_t n) {
+void ClDevice::read_queue(NativeMem* root, size_t off, void* dst, size_t n) {
   if (cl_int st = clEnqueueReadBuffer(queue(), cl::mem(root), CL_TRUE, off, n, dst, 0, nullptr, nullptr); st != CL_SUCCESS)
     cl::check(st, "clEnqueueReadBuffer", std::to_string(n) + " bytes on " + info.id);
 }
@@ -112,7 +112,7 @@ void ClDevice::launch(BackendKernel& k, uint32_t dims, const size_t* global, con
   if (done) *done = reinterpret_cast<NativeEvent*>(ev);
 }
 // after the exit drain the queue is empty but for work enqueued since, which exit abandons
-void ClDevice::finish() {
+void ClDevice::finish_queue() {
   if (!exiting()) cl::check(clFinish(queue()), "clFinish", info.id);
 }
 void ClDevice::flush() {

@@ -99,7 +99,7 @@ class ClDevice final : public DeviceImpl {
   NativeMem* make_view(NativeMem* root, size_t offset, size_t bytes) override;
   void free_view(NativeMem* v) override;
   void write(NativeMem* root, size_t off, const void* src, size_t n, bool blocking) override;
-  void read(NativeMem* root, size_t off, void* dst, size_t n) override;
+  void read_queue(NativeMem* root, size_t off, void* dst, size_t n) override;
   NativeEvent* read_async(NativeMem* root, size_t off, void* dst, size_t n) override;
   void fill(NativeMem* root, size_t off, const void* pattern, size_t pb, size_t n) override;
   void copy(NativeMem* dst, size_t doff, NativeMem* src, size_t soff, size_t n) override;
@@ -107,7 +107,7 @@ class ClDevice final : public DeviceImpl {
                  uint32_t n_waits, NativeEvent** done) override;
   void enqueue_barrier(NativeEvent* const* evs, uint32_t n) override;
   void launch(BackendKernel& k, uint32_t dims, const size_t* global, const size_t* local, NativeEvent** done) override;
-  void finish() override;
+  void finish_queue() override;
   void flush() override;
   bool event_times(NativeEvent* ev, uint64_t* start_ns, uint64_t* end_ns) override;
   NativeEvent* enqueue_marker() override;

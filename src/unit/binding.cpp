@@ -210,7 +210,6 @@ void bind_unit(UnitImpl& u) {
     for (BoundItem& x : b.items) {
       if (x.finishes) continue;  // a split-phase call's order between devices is its begin item's
       const std::vector<uint32_t>& w = p.sync.waits[x.item];
-      x.peer = p.sync.peer[x.item] != 0;
       x.signal = p.sync.signal[x.item];
       x.wait_at = static_cast<uint32_t>(b.wait_slots.size());
       x.wait_n = static_cast<uint32_t>(w.size());

@@ -72,6 +72,7 @@ std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buf
     }
   }
   u.in_flight.resize(static_cast<size_t>(u.in_flight_depth / u.in_flight_every) * p.devices.size());
+  u.queue_waits_seen.assign(p.devices.size(), 0);
   if (debug_level() >= 1) {
     const UnitStats& st = p.stats;
     char line[320];

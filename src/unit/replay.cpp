@@ -128,9 +128,9 @@ template <class Run> static void run_items_ordered(UnitImpl& u, Binding& b, Run 
   } scope{b.events};
   for (auto [d, slot] : s.start) b.events.set(slot, u.plan.devices[d]->enqueue_marker());
   run_items(u, b, [&](Binding&, BoundItem& x) {
-    if (x.wait_n && !x.peer) barrier(*x.dev, b, &b.wait_slots[x.wait_at], x.wait_n);
+    if (x.wait_n && !x.orders_itself) barrier(*x.dev, b, &b.wait_slots[x.wait_at], x.wait_n);
     run(b, x);
-    if (x.signal >= 0 && !x.peer) b.events.set(static_cast<size_t>(x.signal), x.dev->enqueue_marker());
+    if (x.signal >= 0 && !x.orders_itself) b.events.set(static_cast<size_t>(x.signal), x.dev->enqueue_marker());
   });
   for (size_t d = 0; d < s.end.size(); ++d)
     if (!s.end[d].empty()) barrier(*u.plan.devices[d], b, s.end[d].data(), s.end[d].size());
@@ -188,6 +188,14 @@ void run_unit(UnitImpl& u, OwnedEvent* done) {
   // in_flight_depth / in_flight_every groups back, so for every replay but the last
   // in_flight_depth - in_flight_every ones; only a group's last replay takes events
   const size_t nd = u.plan.devices.size();
+  // every device's whole queue waited for (Device::synchronize, a blocking read) since the last
+  // replay queued its work: the replays in flight have all completed, so the ring starts afresh
+  // and a loop that waits every step takes no events at all (PoCL: ~7% of a 10-kernel step)
+  if (!u.in_flight.empty() && (u.in_flight_next | u.in_flight_pos) != 0) {
+    bool waited = true;
+    for (size_t d = 0; d < nd && waited; ++d) waited = u.plan.devices[d]->queue_waits_done.load() > u.queue_waits_seen[d];
+    if (waited) u.in_flight_next = u.in_flight_pos = 0;
+  }
   OwnedEvent* slot = u.in_flight.empty() ? nullptr : &u.in_flight[u.in_flight_next * nd];
   if (slot && u.in_flight_pos == 0)
     for (size_t d = 0; d < nd; ++d) slot[d].wait_reset();
@@ -239,6 +247,8 @@ void run_unit(UnitImpl& u, OwnedEvent* done) {
   } else if (slot) {
     ++u.in_flight_pos;
   }
+  // read after this replay's last enqueue: a queue wait that takes a later ticket covers it
+  for (size_t d = 0; d < nd; ++d) u.queue_waits_seen[d] = u.plan.devices[d]->queue_waits_begun.load();
 }
 
 }  // namespace encore::detail

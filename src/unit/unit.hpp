@@ -132,7 +132,7 @@ struct BoundItem {
   const NativeCall* call = nullptr;  // native: the call and its buffers' memory (in the binding)
   NativeMem** mems = nullptr;
   // order around it
-  bool peer = false;                 // a copy between queues of one context: takes its waits and signal itself
+  bool orders_itself = false;        // takes its waits and signal itself (set by its kind's bind: a peer copy)
   int32_t split = -1;                // split-phase call (begin and finish items): its index in Binding::splits
   bool finishes = false;             // the finish item of a split-phase call (placed by plan.sync)
   int32_t signal = -1;               // cross-device order: event slot set after it runs
@@ -257,6 +257,9 @@ struct UnitImpl {
   uint32_t in_flight_pos = 0;            // replays of the current group run so far
   uint32_t in_flight_depth = 0;          // replays in flight at most (0: unbounded)
   uint32_t in_flight_every = 1;          // replays per group
+  // per device: its queue_waits_begun after the last replay's enqueues (DeviceImpl). A replay that
+  // finds every device's queue_waits_done above it starts the ring afresh: nothing is in flight
+  std::vector<uint64_t> queue_waits_seen;
   std::shared_ptr<ArenaPool> arena_pool; // a TinyJit's shared arenas (null: arenas of its own)
   std::vector<Device> device_handles;    // plan.devices as public handles (ExecutionUnit::devices)
   // host inputs, per slot: the capture's bytes (uploaded until a slot is bound) and the bytes the
