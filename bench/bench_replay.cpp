@@ -253,24 +253,18 @@ double thread_cpu_s() {
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
-void BM_paired(benchmark::State& state, int K) {
-  EncoreFixture& f = fixture("CL", K);
-  HandChain& h = hand_chain(K, false);
+// Runs `replay` and `hand` in turn (which goes first alternating), each timed (wall and the calling
+// thread's CPU), and sets the ratios of their median times: "ratio", "host_ratio".
+template <class R, class H> void run_paired(benchmark::State& state, R&& replay, H&& hand) {
   std::vector<double> wall[2], cpu[2];  // [0] replay, [1] hand
   for (auto* v : {&wall[0], &wall[1], &cpu[0], &cpu[1]}) v->reserve(1 << 16);
-  auto timed = [&](int which, auto&& step) {
+  auto timed = [&](int which, auto& step) {
     const double c0 = thread_cpu_s();
     const auto t0 = std::chrono::steady_clock::now();
     step();
     wall[which].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     cpu[which].push_back(thread_cpu_s() - c0);
   };
-  auto replay = [&] {
-    const encore::Buffer& y = f.jit(f.x);
-    benchmark::DoNotOptimize(&y);
-    f.chain.dev.synchronize();
-  };
-  auto hand = [&] { h.run(); };
   bool replay_first = true;
   for (auto _ : state) {
     if (replay_first) timed(0, replay), timed(1, hand);
@@ -278,10 +272,20 @@ void BM_paired(benchmark::State& state, int K) {
     replay_first = !replay_first;
   }
   const double mr = median_of(wall[0]), mh = median_of(wall[1]), cr = median_of(cpu[0]), ch = median_of(cpu[1]);
-  state.counters["replay_us"] = mr * 1e6 / K;  // per kernel
-  state.counters["hand_us"] = mh * 1e6 / K;
   state.counters["ratio"] = mh > 0 ? mr / mh : 0;
-  state.counters["host_ratio"] = ch > 0 ? cr / ch : 0;  // the enqueuing thread's CPU time
+  state.counters["host_ratio"] = ch > 0 ? cr / ch : 0;
+}
+
+void BM_paired(benchmark::State& state, int K) {
+  EncoreFixture& f = fixture("CL", K);
+  HandChain& h = hand_chain(K, false);
+  auto replay = [&] {
+    const encore::Buffer& y = f.jit(f.x);
+    benchmark::DoNotOptimize(&y);
+    f.chain.dev.synchronize();
+  };
+  auto hand = [&] { h.run(); };
+  run_paired(state, replay, hand);
 }
 
 // ---- a launch-bound loop: one stencil kernel per step -------------------------------------------
@@ -312,38 +316,43 @@ std::vector<float> stencil_init() {
   return h;
 }
 
-// range(0): -1 the default bound (3 replays, at least 64 items in flight), N >= 0: exactly N replays
-// in flight (min_items_in_flight 0; 0: unbounded)
-void BM_stencil_replay(benchmark::State& state) {
-  static encore::Device dev = encore::Device::open();
-  static Stencil st{dev, dev.compile(kStencilSrc).kernel("stencil")};
-  static encore::Buffer g[2] = {dev.alloc<float>(kGrid * kGrid), dev.alloc<float>(kGrid * kGrid)};
-  static std::map<int64_t, std::unique_ptr<encore::TinyJit<Stencil>>> jits;
-  auto& j = jits[state.range(0)];
-  if (!j) {
-    encore::JitOptions o;
-    if (state.range(0) >= 0) {
-      o.unit.max_in_flight = static_cast<uint32_t>(state.range(0));
-      o.unit.min_items_in_flight = 0;
+// bound: -1 the default (3 replays, at least 64 items in flight), N >= 0: exactly N replays in
+// flight (min_items_in_flight 0; 0: unbounded). run(): kSteps steps, then a wait for the device.
+struct StencilReplay {
+  encore::Device dev = encore::Device::open();
+  Stencil st{dev, dev.compile(kStencilSrc).kernel("stencil")};
+  encore::Buffer g[2] = {dev.alloc<float>(kGrid * kGrid), dev.alloc<float>(kGrid * kGrid)};
+  std::map<int64_t, std::unique_ptr<encore::TinyJit<Stencil>>> jits;
+  encore::TinyJit<Stencil>& jit(int64_t bound) {
+    auto& j = jits[bound];
+    if (!j) {
+      encore::JitOptions o;
+      if (bound >= 0) {
+        o.unit.max_in_flight = static_cast<uint32_t>(bound);
+        o.unit.min_items_in_flight = 0;
+      }
+      j = std::make_unique<encore::TinyJit<Stencil>>(st, o);
     }
-    j = std::make_unique<encore::TinyJit<Stencil>>(st, o);
+    return *j;
   }
-  encore::TinyJit<Stencil>& jit = *j;
-  g[0].copyin(stencil_init());
-  for (auto _ : state) {
-    for (int i = 0; i < kSteps; ++i) jit(g[i % 2], g[(i + 1) % 2]);
+  void start() { g[0].copyin(stencil_init()); }
+  void run(encore::TinyJit<Stencil>& j) {
+    for (int i = 0; i < kSteps; ++i) j(g[i % 2], g[(i + 1) % 2]);
     dev.synchronize();
   }
-  state.counters["per_step"] =
-      benchmark::Counter(static_cast<double>(kSteps), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
-}
+  static StencilReplay& get() {
+    static StencilReplay r;
+    return r;
+  }
+};
 
-void BM_stencil_hand(benchmark::State& state) {
-  static HandChain base(1);  // its context and queue
-  static cl_kernel k = nullptr;
-  static cl_mem g[2] = {nullptr, nullptr};
-  cl_int err = CL_SUCCESS;
-  if (!k) {
+// The hand-written loop: both arguments set and the kernel enqueued every step, then a finish.
+struct StencilHand {
+  HandChain base{1};  // its context and queue
+  cl_kernel k = nullptr;
+  cl_mem g[2] = {nullptr, nullptr};
+  StencilHand() {
+    cl_int err = CL_SUCCESS;
     cl_device_id dev = nullptr;
     CHECK(clGetCommandQueueInfo(base.q, CL_QUEUE_DEVICE, sizeof dev, &dev, nullptr));
     const char* src = kStencilSrc;
@@ -358,10 +367,12 @@ void BM_stencil_hand(benchmark::State& state) {
       CHECK(err);
     }
   }
-  std::vector<float> h = stencil_init();
-  CHECK(clEnqueueWriteBuffer(base.q, g[0], CL_TRUE, 0, h.size() * sizeof(float), h.data(), 0, nullptr, nullptr));
-  const size_t gws[2] = {kGrid, kGrid}, lws[2] = {16, 16};
-  for (auto _ : state) {
+  void start() {
+    std::vector<float> h = stencil_init();
+    CHECK(clEnqueueWriteBuffer(base.q, g[0], CL_TRUE, 0, h.size() * sizeof(float), h.data(), 0, nullptr, nullptr));
+  }
+  void run() {
+    const size_t gws[2] = {kGrid, kGrid}, lws[2] = {16, 16};
     for (int i = 0; i < kSteps; ++i) {
       CHECK(clSetKernelArg(k, 0, sizeof(cl_mem), &g[i % 2]));
       CHECK(clSetKernelArg(k, 1, sizeof(cl_mem), &g[(i + 1) % 2]));
@@ -369,8 +380,43 @@ void BM_stencil_hand(benchmark::State& state) {
     }
     CHECK(clFinish(base.q));
   }
+  static StencilHand& get() {
+    static StencilHand h;
+    return h;
+  }
+};
+
+void set_step_counter(benchmark::State& state) {
   state.counters["per_step"] =
       benchmark::Counter(static_cast<double>(kSteps), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+// range(0): the bound (StencilReplay)
+void BM_stencil_replay(benchmark::State& state) {
+  StencilReplay& r = StencilReplay::get();
+  encore::TinyJit<Stencil>& j = r.jit(state.range(0));
+  r.start();
+  for (auto _ : state) r.run(j);
+  set_step_counter(state);
+}
+
+void BM_stencil_hand(benchmark::State& state) {
+  StencilHand& h = StencilHand::get();
+  h.start();
+  for (auto _ : state) h.run();
+  set_step_counter(state);
+}
+
+// Both in one loop, 2000 steps of each in turn (run_paired).
+void BM_stencil_paired(benchmark::State& state) {
+  StencilReplay& r = StencilReplay::get();
+  StencilHand& h = StencilHand::get();
+  encore::TinyJit<Stencil>& j = r.jit(state.range(0));
+  r.start();
+  h.start();
+  auto replay = [&] { r.run(j); };
+  auto hand = [&] { h.run(); };
+  run_paired(state, replay, hand);
 }
 
 // ---- one unit per input signature: the lookup's cost ---------------------------------------------
@@ -443,16 +489,19 @@ class SummaryReporter : public benchmark::ConsoleReporter {
         if (double many = median(std::string("signatures/") + s); many > 0)
           std::printf("NULL, one-kernel step over %s input signatures in turn: %s per call, %s more than one signature\n", s,
                       fmt(many * 1e9, " ns").c_str(), fmt((many - one) * 1e9, " ns").c_str());
+    auto range = [&](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      const double m = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+      return fmt(m, "x") + " (" + fmt(v.front(), "x") + " to " + fmt(v.back(), "x") + ")";
+    };
+    for (auto [arg, what] : {std::pair{"-1", "default bound"}, {"0", "unbounded"}})
+      if (auto it = ratios_.find(std::string("stencil_paired/") + arg); it != ratios_.end())
+        std::printf("launch-bound stencil (%s), replay and hand in one loop, replay/hand of the median runs: %s, host %s\n", what,
+                    range(it->second).c_str(), range(host_ratios_.at(it->first)).c_str());
     for (int K : kChains)
-      if (auto it = ratios_.find(name("paired", "CL", K)); it != ratios_.end()) {
-        auto range = [&](std::vector<double> v) {
-          std::sort(v.begin(), v.end());
-          const double m = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-          return fmt(m, "x") + " (" + fmt(v.front(), "x") + " to " + fmt(v.back(), "x") + ")";
-        };
+      if (auto it = ratios_.find(name("paired", "CL", K)); it != ratios_.end())
         std::printf("CL, K = %d, replay and hand step by step in one loop, replay/hand of the median steps: %s, host %s\n", K,
                     range(it->second).c_str(), range(host_ratios_.at(it->first)).c_str());
-      }
     std::printf("%-6s %6s %12s %12s %12s %12s %12s %12s %12s %12s %12s\n", "device", "K", "eager", "replay", "hand", "hand_sub", "replay/hand",
                 "eager/replay", "host replay", "host hand", "host r/h");
     for (const char* dev : {"CL", "NULL"})
@@ -508,6 +557,7 @@ int main(int argc, char** argv) {
   if (have_cl) {
     benchmark::RegisterBenchmark("stencil_replay", BM_stencil_replay)->Arg(-1)->Arg(3)->Arg(0)->UseRealTime();
     benchmark::RegisterBenchmark("stencil_hand", BM_stencil_hand)->UseRealTime();
+    benchmark::RegisterBenchmark("stencil_paired", BM_stencil_paired)->Arg(-1)->Arg(0)->UseRealTime();
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
