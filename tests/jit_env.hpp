@@ -4,9 +4,13 @@
 // OpenCL skip, host-side float vectors, and JitError message checks.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <initializer_list>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "encore/encore.hpp"
@@ -81,6 +85,31 @@ template <class F> void expect_jit_error(F&& f, std::initializer_list<std::strin
     for (const std::string& p : parts) EXPECT_TRUE(contains(e.what(), p)) << "message lacks \"" << p << "\": " << e.what();
   }
 }
+
+// Frees a unit (free_intermediates) or destroys it on another thread, as an engine might while the
+// unit's replays still wait behind one of its events; returned_soon() says whether that call returned
+// within ~300 ms. Join after opening the event.
+class FreeOnAnotherThread {
+ public:
+  FreeOnAnotherThread(std::unique_ptr<encore::ExecutionUnit>& unit, bool destroy)
+      : t_([&unit, destroy, this] {
+          if (destroy) unit.reset();
+          else unit->free_intermediates();
+          done_ = true;
+        }) {}
+  ~FreeOnAnotherThread() { join(); }
+  bool returned_soon() const {
+    for (int i = 0; i < 30 && !done_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return done_;
+  }
+  void join() {
+    if (t_.joinable()) t_.join();
+  }
+
+ private:
+  std::atomic<bool> done_{false};
+  std::thread t_;
+};
 
 // A test that runs on the NULL device and on OpenCL (when present): for behaviour that needs no
 // computed results (validation, errors, structure). Results are compared only where they are

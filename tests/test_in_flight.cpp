@@ -201,20 +201,15 @@ TEST(InFlightBound, FreeingMidGroupWaitsOnlyWhereReplaysReadHostMemory) {
       Gate gate(e.dev);
       e.dev.wait_for({&gate.ev, 1});
       for (int i = 0; i < 5; ++i) (*unit)();  // queued behind the gate; mid-group where grouped
-      std::atomic<bool> freed{false};
-      std::thread t([&] {
-        if (destroy) unit.reset();
-        else unit->free_intermediates();
-        freed = true;
-      });
-      for (int i = 0; i < 30 && !freed; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      FreeOnAnotherThread freeing(unit, destroy);
+      const bool soon = freeing.returned_soon();
       if (upload) {
-        EXPECT_FALSE(freed.load()) << what << ": did not wait for its replays queued behind the gate";
+        EXPECT_FALSE(soon) << what << ": did not wait for its replays queued behind the gate";
       } else {
-        EXPECT_TRUE(freed.load()) << what << ": waited for work queued behind the gate";
+        EXPECT_TRUE(soon) << what << ": waited for work queued behind the gate";
       }
       gate.open();
-      t.join();
+      freeing.join();
       const float per = upload ? 5.f : 1.f;
       EXPECT_EQ(get(y), std::vector<float>(64, per * 22.f)) << what;
       if (!destroy) {
