@@ -48,7 +48,7 @@ ProgramCl.CorruptEntriesRecompileWithAWarning
 
 # gtest filters: what runs on Oclgrind
 INTERNAL_SKIP='Threads*:*Concurrency*:*Thread*:Property.TwoDevices*:*DeviceCl.HugeAllocation*'
-PUBLIC_SKIP='TinyJitConcurrency.*:ThreadRules.*:*Thread*:ReplayPaths.PrunedTableSeesConcurrentWrites:Events.ReplayWaitsForAnEnginesEvent:Events.JitStepBetweenEvents:Events.DestroyingAUnitIgnoresUnrelatedWork:Events.WorkInFlightIsBounded:Events.InFlightBoundIsExactOnRequestAndDeeperForShortSteps:*InFlight.HostInputRingGivesEagerResults*:InFlightBound.ShortStepWaitsExactlyAtTheDepth:CrossDevice.*:TrainRun.*:CapiThreads.*'
+PUBLIC_SKIP='TinyJitConcurrency.*:ThreadRules.*:*Thread*:ReplayPaths.PrunedTableSeesConcurrentWrites:Events.ReplayWaitsForAnEnginesEvent:Events.JitStepBetweenEvents:Events.DestroyingAUnitIgnoresUnrelatedWork:Events.WorkInFlightIsBounded:Events.InFlightBoundIsExactOnRequestAndDeeperForShortSteps:*InFlight.HostInputRingGivesEagerResults*:InFlightBound.ShortStepWaitsExactlyAtTheDepth:InFlightBound.OnlyAWaitThatReturnedRestartsTheBound:CrossDevice.*:TrainRun.*:CapiThreads.*'
 
 status=0
 # run NAME CMD...: runs CMD with stdout and stderr in one log (gtest's "[ RUN ]" lines name the
