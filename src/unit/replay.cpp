@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <thread>
 #include <utility>
 
 #include "testing.hpp"
@@ -150,33 +151,31 @@ void UnitImpl::wait_in_flight() noexcept {
   in_flight_pos = 0;  // the next replay starts a group (its slot's staging copies are free)
 }
 
-// The units replaying on this thread, innermost first: frames on the stack, so marking one costs
-// a thread-local store and allocates nothing.
+// The thread replaying a unit, marked in the unit itself: a thread id read and compared, where a
+// chain of thread-local frames cost a __tls_get_addr per check in a shared library (five per
+// TinyJit call). Another thread's replay of the same unit at the same time is already misuse.
 namespace {
-struct ReplayFrame {
-  const UnitImpl* unit;
-  const ReplayFrame* outer;
-};
-thread_local const ReplayFrame* tl_replaying = nullptr;
+[[noreturn]] void replaying_error(const char* op) {
+  throw JitError(std::string("ExecutionUnit::") + op +
+                 " called from inside the same unit's replay (a native call of the unit calling back into it): a replay uses the "
+                 "unit's binding, arena and values until it returns. Call it after the run returns");
+}
 struct ReplayMark {
-  ReplayFrame frame;
-  explicit ReplayMark(const UnitImpl& u) noexcept : frame{&u, tl_replaying} { tl_replaying = &frame; }
-  ~ReplayMark() { tl_replaying = frame.outer; }
+  UnitImpl& u;
+  ReplayMark(UnitImpl& x, std::thread::id me) noexcept : u(x) { u.replaying_on.store(me, std::memory_order_relaxed); }
+  ~ReplayMark() { u.replaying_on.store(std::thread::id(), std::memory_order_relaxed); }
 };
 }  // namespace
 
 void check_not_replaying(const UnitImpl& u, const char* op) {
-  for (const ReplayFrame* f = tl_replaying; f; f = f->outer)
-    if (f->unit == &u)
-      throw JitError(std::string("ExecutionUnit::") + op +
-                     " called from inside the same unit's replay (a native call of the unit calling back into it): a replay uses the "
-                     "unit's binding, arena and values until it returns. Call it after the run returns");
+  if (u.replaying_on.load(std::memory_order_relaxed) == std::this_thread::get_id()) [[unlikely]] replaying_error(op);
 }
 
 void run_unit(UnitImpl& u, OwnedEvent* done) {
   static const bool debug = debug_level() >= 2;
-  check_not_replaying(u, "run");
-  ReplayMark mark(u);
+  const std::thread::id me = std::this_thread::get_id();
+  if (u.replaying_on.load(std::memory_order_relaxed) == me) [[unlikely]] replaying_error("run");
+  ReplayMark mark(u, me);
   if (u.bound && u.arena_pool && u.arena_gen != u.arena_pool->gen) {
     u.wait_in_flight();  // its replays still read the smaller arena
     u.bound.reset();

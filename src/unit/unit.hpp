@@ -7,7 +7,9 @@
 //   UnitImpl — a plan, its binding, and what persists across rebinding (bound inputs, variable
 //              values, the versions one-time items last saw).
 #include <array>
+#include <atomic>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "encore/execution_unit.hpp"
@@ -260,6 +262,9 @@ struct UnitImpl {
   // per device: its queue_waits_begun after the last replay's enqueues (DeviceImpl). A replay that
   // finds every device's queue_waits_done above it starts the ring afresh: nothing is in flight
   std::vector<uint64_t> queue_waits_seen;
+  // the thread inside run_unit (none: a default id): the unit's own calls from a native item of its
+  // replay are refused (check_not_replaying)
+  std::atomic<std::thread::id> replaying_on{};
   std::shared_ptr<ArenaPool> arena_pool; // a TinyJit's shared arenas (null: arenas of its own)
   std::vector<Device> device_handles;    // plan.devices as public handles (ExecutionUnit::devices)
   // host inputs, per slot: the capture's bytes (uploaded until a slot is bound) and the bytes the
