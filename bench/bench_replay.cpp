@@ -242,10 +242,14 @@ void BM_hand(benchmark::State& state, int K, bool sub_buffers) {
 // the separate benchmarks above need many interleaved rounds. This one runs one replayed step and one
 // hand-written step in turn (which goes first alternating), times each, and reports the ratio of the
 // two median step times: both medians see the same drift.
+// The median (of the two middle values for an even count; 0 for none); reorders v.
 double median_of(std::vector<double>& v) {
   if (v.empty()) return 0;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
+  const size_t n = v.size();
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n / 2), v.end());
+  const double hi = v[n / 2];
+  if (n % 2) return hi;
+  return 0.5 * (hi + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n / 2)));
 }
 
 double thread_cpu_s() {
@@ -469,9 +473,7 @@ class SummaryReporter : public benchmark::ConsoleReporter {
     auto it = m.find(name);
     if (it == m.end() || it->second.empty()) return -1;
     std::vector<double> v = it->second;
-    std::sort(v.begin(), v.end());
-    size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    return median_of(v);
   }
   void summary() const {
     std::printf("\nmedians per kernel (over %zu repetition(s))\n", reps());
@@ -491,9 +493,9 @@ class SummaryReporter : public benchmark::ConsoleReporter {
           std::printf("NULL, one-kernel step over %s input signatures in turn: %s per call, %s more than one signature\n", s,
                       fmt(many * 1e9, " ns").c_str(), fmt((many - one) * 1e9, " ns").c_str());
     auto range = [&](std::vector<double> v) {
-      std::sort(v.begin(), v.end());
-      const double m = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-      return fmt(m, "x") + " (" + fmt(v.front(), "x") + " to " + fmt(v.back(), "x") + ")";
+      const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+      const std::string span = " (" + fmt(*lo, "x") + " to " + fmt(*hi, "x") + ")";
+      return fmt(median_of(v), "x") + span;
     };
     for (auto [arg, what] : {std::pair{"-1", "default bound"}, {"0", "unbounded"}})
       if (auto it = ratios_.find(std::string("stencil_paired/") + arg); it != ratios_.end())

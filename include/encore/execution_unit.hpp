@@ -46,6 +46,9 @@ struct UnitOptions {
   // replays in between cost no event and no wait. A step with an upload (a copyin inside it) or a
   // native call is never grouped: each of its replays takes its events, so the staging copies of
   // host inputs are reused, and a unit is destroyed, only after the replays that read them completed.
+  // A wait for a device's whole queue (Device::synchronize, a blocking copyout) that returned since
+  // the last replay, on every device the unit uses, leaves nothing in flight: the next replay starts
+  // the groups afresh, so a loop that waits every call takes no event at all.
   uint32_t min_items_in_flight = 64;
 };
 
