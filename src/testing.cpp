@@ -5,6 +5,9 @@ namespace encore::testing {
 bool prune_like_tinygrad = false;
 bool ignore_versions = false;
 bool break_planner = false;
+bool flow_other_branch = false;
+bool flow_stale_host = false;
+bool flow_loop_short = false;
 std::atomic<uint64_t> null_arg_sets{0};
 std::atomic<size_t> null_kernel_work_group_limit{0};
 std::atomic<void*> fail_context_device{nullptr};

@@ -14,6 +14,12 @@ extern bool prune_like_tinygrad;
 extern bool ignore_versions;
 // plan_memory places the second temp at the first one's offset even when their lives overlap.
 extern bool break_planner;
+// Steps that decide, replayed wrongly: a two-way branch takes the other alternative; a host item
+// neither reads nor sets anything (its Variables keep their last values); a counted loop runs one
+// iteration fewer (when it runs any).
+extern bool flow_other_branch;
+extern bool flow_stale_host;
+extern bool flow_loop_short;
 // Kernel arguments set on NULL-device kernel objects so far (replay re-sets only changes).
 extern std::atomic<uint64_t> null_arg_sets;
 // Work-group limit of NULL-device kernel objects made from now on (0: the device's maximum).

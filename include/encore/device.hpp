@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "encore/buffer.hpp"
+#include "encore/control.hpp"
 #include "encore/event.hpp"
 #include "encore/exec_item.hpp"
 #include "encore/program.hpp"
@@ -115,6 +116,29 @@ class ENCORE_API Device {
   // Runs native work (see encore::opencl::enqueue_native) over `buffers` (each with its access
   // stated: in, out, inout): now, and on every replay of a capture that records it.
   void run_native(std::shared_ptr<const NativeCall> call, std::vector<Arg> buffers, std::string name) const;
+  // Steps that decide (encore/control.hpp: the rules, the cost). Eagerly each runs at once; inside
+  // a capture each becomes an item of the step, replayed in place.
+  // A host item: reads `reads` (blocking, only those bytes), then runs fn, which may set `sets`.
+  //   dev.host({sums.view(0, 1)}, {live}, [live](encore::HostCtx& c) { c.set(live, c.read<int32_t>(0)); });
+  void host(std::vector<Buffer> reads, std::vector<Variable> sets, HostFn fn, std::string name = {}) const;
+  // A branch on an integer Variable (bound for the call, or set by a host item before it):
+  // then_fn when it is non-zero, else else_fn (may be empty).
+  //   dev.when(eval_now, [&] { dev.launch(eval, {n}, {}, x, acc); });
+  void when(const Variable& cond, const std::function<void()>& then_fn, const std::function<void()>& else_fn = {},
+            std::string name = {}) const;
+  // A multi-way branch: alternatives[index]; the Variable's bounds must lie in [0, alternatives - 1].
+  void select(const Variable& index, const std::vector<std::function<void()>>& alternatives, std::string name = {}) const;
+  // Runs body `count` times (an integer Variable with min >= 0; no round trip on replay).
+  void repeat(const Variable& count, const std::function<void()>& body, std::string name = {}) const;
+  // Runs body, then again while `more` (set by a host item inside body) is non-zero; more than
+  // max_iterations iterations is an ArgumentError naming the loop.
+  void loop_while(int64_t max_iterations, const Variable& more, const std::function<void()>& body, std::string name = {}) const;
+  // The same with the condition as a host function over `reads`, evaluated after each iteration
+  // (one round trip per iteration): true runs the body again.
+  //   dev.loop_while(500, {resid}, [&] { dev.launch(jacobi, {n}, {}, a, b, resid); dev.copy(a, b); },
+  //                  [tol](encore::HostCtx& c) { return c.read<float>(0) > tol; }, "jacobi");
+  void loop_while(int64_t max_iterations, std::vector<Buffer> reads, const std::function<void()>& body, HostCond cond,
+                  std::string name = {}) const;
   // Runs an item (kernel, copy, upload, native or fill) as eager work on the item's device.
   void run(const ExecItem& item) const;
   // Waits until all work queued on this device has finished.

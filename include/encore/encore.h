@@ -517,6 +517,49 @@ typedef int (*encore_native_fn)(void* userdata, struct _cl_command_queue* queue,
 ENCORE_C_API encore_status encore_enqueue_native(encore_device dev, encore_native_fn fn, void* userdata, const encore_arg* buffers,
                                                  size_t n, const char* name);
 
+/* ---- steps that decide: host items, branches, loops (encore/control.hpp has the rules) ---- */
+
+/* Valid only inside the host function or loop condition it is passed to, on that thread. */
+typedef struct encore_host_ctx_t* encore_host_ctx;
+/* A host item's function: reads its declared buffers' bytes (encore_host_read) and sets its
+ * declared variables (encore_host_set_*); returns 0, or non-zero to stop the step with an error.
+ * It runs now, and on every replay of a capture that records it (after the device work before it,
+ * with one blocking read of the declared bytes): userdata must outlive every unit that recorded it.
+ * Inside it, calls that enqueue, record or run work are refused with ENCORE_ERROR_JIT, as in a
+ * native callback. */
+typedef int (*encore_host_fn)(void* userdata, encore_host_ctx ctx);
+/* A loop_while condition, run after each iteration: *again = 1 runs the body again. */
+typedef int (*encore_cond_fn)(void* userdata, encore_host_ctx ctx, int* again);
+/* A branch alternative or loop body: issues the step's work with the calls of this header; returns
+ * 0, or non-zero for an error. At capture every alternative is traced once (its work recorded, not
+ * run), so keep other host side effects out of it; on replay it is not called. */
+typedef int (*encore_body_fn)(void* userdata);
+
+/* A host item over `reads` (buffers on dev) that may set `sets` (variables used by later work of the
+ * step): eagerly it runs at once; captured, it is an item. A value outside a variable's bounds is
+ * ENCORE_ERROR_INVALID_ARGUMENT naming both; a variable it sets used where it may not have run (before
+ * it, in another alternative) is ENCORE_ERROR_JIT at capture. */
+ENCORE_C_API encore_status encore_host(encore_device dev, const encore_buffer* reads, size_t n_reads, const encore_variable* sets,
+                                       size_t n_sets, encore_host_fn fn, void* userdata, const char* name);
+/* `n` bytes at byte `offset` of read `r` into dst. */
+ENCORE_C_API encore_status encore_host_read(encore_host_ctx ctx, size_t r, size_t offset, void* dst, size_t n);
+ENCORE_C_API encore_status encore_host_read_size(encore_host_ctx ctx, size_t r, size_t* bytes);
+ENCORE_C_API encore_status encore_host_set_i64(encore_host_ctx ctx, encore_variable var, int64_t value);
+ENCORE_C_API encore_status encore_host_set_f64(encore_host_ctx ctx, encore_variable var, double value);
+/* then_fn when the integer variable `cond` is non-zero, else else_fn (may be NULL). */
+ENCORE_C_API encore_status encore_when(encore_device dev, encore_variable cond, encore_body_fn then_fn, encore_body_fn else_fn,
+                                       void* userdata, const char* name);
+/* alternatives[index]; index's bounds must lie in [0, n - 1] (ENCORE_ERROR_JIT at capture otherwise). */
+ENCORE_C_API encore_status encore_select(encore_device dev, encore_variable index, const encore_body_fn* alternatives, size_t n,
+                                         void* userdata, const char* name);
+/* body `count` times (an integer variable with min >= 0). The body must do the same work every
+ * iteration (ENCORE_ERROR_JIT at capture otherwise). */
+ENCORE_C_API encore_status encore_repeat(encore_device dev, encore_variable count, encore_body_fn body, void* userdata, const char* name);
+/* body, then cond over `reads`, again while cond says so; more than max_iterations iterations is
+ * ENCORE_ERROR_INVALID_ARGUMENT naming the loop. */
+ENCORE_C_API encore_status encore_loop_while(encore_device dev, int64_t max_iterations, const encore_buffer* reads, size_t n_reads,
+                                             encore_body_fn body, encore_cond_fn cond, void* userdata, const char* name);
+
 /* ---- argument helpers -------------------------------------------------------------------- */
 
 static inline encore_arg encore_arg_buffer(encore_buffer b) { encore_arg a; a.kind = ENCORE_ARG_BUFFER; a.value.buffer = b; return a; }

@@ -2,6 +2,7 @@
 // The umbrella header: everything public except the OpenCL interop (encore/opencl.hpp).
 //   #include <encore/encore.hpp>
 #include "encore/buffer.hpp"
+#include "encore/control.hpp"
 #include "encore/device.hpp"
 #include "encore/dtype.hpp"
 #include "encore/error.hpp"

@@ -93,9 +93,11 @@ struct ENCORE_API Arg {
 
 // What an item does. Each kind's operations (its buffers, its queue, how it runs eagerly, binds and
 // replays) live in one place inside the library, so a kind is added there and here only.
-enum class ItemKind : uint8_t { kernel, copy, upload, native, fill };
+// host, branch, loop: steps that decide (encore/control.hpp); a branch's alternatives and a loop's
+// body follow their item directly in the step's item list (Flow::spans items each).
+enum class ItemKind : uint8_t { kernel, copy, upload, native, fill, host, branch, loop };
 
-namespace detail { struct DeviceImpl; struct NativeMem; }
+namespace detail { struct DeviceImpl; struct NativeMem; struct Flow; }
 
 // Work that native code enqueues itself (an OpenCL library such as CLBlast, an engine's kernels),
 // recorded like any item: see encore::opencl::enqueue_native. Its buffers are the item's args.
@@ -143,6 +145,10 @@ struct ENCORE_API ExecItem {
   uint64_t host_offset = 0;
   // native: the call; its buffers (with their declared access) are `args`
   std::shared_ptr<const NativeCall> native;
+  // host, branch, loop: the function, the child sequences' lengths, the loop's bound (src/exec/flow.hpp);
+  // their Variables are `args` (a branch's condition, a loop's count, what a host item sets), a host
+  // item's reads too
+  std::shared_ptr<const detail::Flow> flow;
   // metadata
   std::string name;
   Estimate estimate;

@@ -111,6 +111,18 @@ struct JitOptions {
   ENCORE_API static JitOptions from_env();
 };
 
+// A host value that only picks which work the step does (every 10th step decays the learning
+// rate, an evaluation every N steps), passed to the TinyJit call as a key: it is part of the call's
+// signature, so each value gets its own unit (up to JitOptions::max_units, least recently used
+// dropped), captured from a step that took that path. The step receives it like any argument.
+//   auto step = [&](Buffer w, encore::Key decay) { ...; if (decay.value) dev.launch(scale, {1}, {}, lr, 0.5f); };
+//   jit(w, encore::key(i % 10 == 0));
+// For a value the device computes mid-step, or one with many values, use Device::when/select.
+struct Key {
+  int64_t value = 0;
+};
+inline Key key(int64_t value) { return Key{value}; }
+
 namespace detail {
 
 // A plain scalar argument as seen at capture.
@@ -136,7 +148,8 @@ struct CallArgs {
   std::vector<BoundVar> vars;
   std::vector<ScalarSeen> scalars;
   std::vector<HostSpan> hosts;
-  void clear() { buffers.clear(); vars.clear(); scalars.clear(); hosts.clear(); }
+  std::vector<int64_t> keys;
+  void clear() { buffers.clear(); vars.clear(); scalars.clear(); hosts.clear(); keys.clear(); }
 };
 
 template <class T> struct is_std_vector : std::false_type {};
@@ -158,6 +171,8 @@ template <class T> void flatten(CallArgs& out, const T& v) {
     out.buffers.push_back(v);
   } else if constexpr (std::is_same_v<U, BoundVar>) {
     out.vars.push_back(v);
+  } else if constexpr (std::is_same_v<U, Key>) {
+    out.keys.push_back(v.value);
   } else if constexpr (is_host_span<U>::value) {
     out.hosts.push_back(HostSpan{v.data(), v.size(), static_cast<uint8_t>(sizeof(typename U::element_type))});
   } else if constexpr (is_std_vector<U>::value || is_std_array<U>::value || is_std_span<U>::value) {
@@ -180,7 +195,7 @@ template <class T> void flatten(CallArgs& out, const T& v) {
     static_assert(!std::is_same_v<U, Variable>, "pass variables to a TinyJit bound: var.bind(value)");
   } else {
     static_assert(std::is_arithmetic_v<U>,
-                  "TinyJit arguments must be Buffers, BoundVars, arithmetic values or enums, or "
+                  "TinyJit arguments must be Buffers, BoundVars, Keys, arithmetic values or enums, or "
                   "std::vector/array/span/tuple/pair of them; capture anything else in the closure");
   }
 }
@@ -216,7 +231,7 @@ template <class T, class Fn> T map_outputs(const T& v, Fn& f) {
 struct SigPart {
   const void* what = nullptr;  // buffers: the device; Variables: the variable
   uint64_t count = 0;          // buffers, host spans: elements; Variables: 1 for a float variable
-  uint8_t dtype = 0, kind = 0; // kind: 0 a buffer, 1 a view, 2 a Variable, 3 a host span (dtype: bytes per element)
+  uint8_t dtype = 0, kind = 0; // kind: 0 a buffer, 1 a view, 2 a Variable, 3 a host span (dtype: bytes per element), 4 a key (count: its value)
   bool operator==(const SigPart&) const = default;
 };
 // `a`'s signature into `out` (reused: no allocation once it has grown), and its description.

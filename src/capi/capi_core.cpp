@@ -126,7 +126,13 @@ std::shared_ptr<Object> remove_object(uintptr_t h, Kind k, const char* what) {
   return obj;
 }
 
+namespace {
+thread_local encore_status last_status_ = ENCORE_OK;
+}  // namespace
+encore_status last_status() noexcept { return last_status_; }
+
 encore_status set_error(const char* fn, encore_status s, const std::string& msg) noexcept {
+  last_status_ = s;
   try {
     last_error.assign(fn);
     last_error += ": ";

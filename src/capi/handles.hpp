@@ -101,6 +101,8 @@ template <class T, class H> encore_status destroy(const char* fn, H h);
 // Runs body; maps exceptions to a status and sets this thread's last error, prefixed by `fn`.
 encore_status set_error(const char* fn, encore_status s, const std::string& msg) noexcept;
 encore_status current_exception_status(const char* fn) noexcept;
+// The status of this thread's last failed call (with encore_last_error()'s message).
+encore_status last_status() noexcept;
 template <class F> encore_status guard(const char* fn, F&& body) noexcept {
   try {
     body();

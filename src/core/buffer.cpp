@@ -79,7 +79,10 @@ Buffer::Buffer(const Device& device, DType dtype, size_t count) {
   impl_->dtype = dtype;
   impl_->count = count;
   impl_->nbytes = nbytes;
-  if (detail::Recorder* r = detail::current_recorder()) impl_->capture_id = r->id;
+  if (detail::Recorder* r = detail::current_recorder()) {
+    impl_->capture_id = r->id;
+    impl_->serial = ++r->allocs;
+  }
 }
 
 static BufferImpl& need(const std::shared_ptr<BufferImpl>& p) {

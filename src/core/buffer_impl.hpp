@@ -25,6 +25,7 @@ struct BufferImpl {
   size_t offset = 0;                 // bytes into the root
   std::string name;                  // under the names lock: read it with name_of (src/core/buffer.cpp)
   uint64_t capture_id = 0;           // the capture during which this handle was created, 0 if none
+  uint64_t serial = 0;               // roots made in a capture: its allocation count then (Recorder::allocs)
   // root only. `mem` is set once, under view_mu, with release order (alloc_bytes before it), so any
   // thread that loads it non-null (acquire, or the seq_cst of a plain read) sees a complete allocation.
   std::atomic<NativeMem*> mem{nullptr};

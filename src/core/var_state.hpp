@@ -23,6 +23,9 @@ struct VarValue {
 };
 VarValue var_value(const VarState& v);
 using VarScope = BindingScope;
+// Sets a host item's value (Device::host) for the rest of the innermost TinyJit call or binding
+// scope on this thread; outside any, like Variable::bind.
+void set_step_value(const Variable& v, VarValue value);
 
 
 // Bits of a variable's value passed as `as`; ArgumentError when the value does not fit.

@@ -24,6 +24,14 @@ struct ThreadBinding {
 };
 thread_local std::vector<ThreadBinding> tl_bound;
 thread_local const BindingScope* tl_scope = nullptr;
+// Values host items set (Device::host) for the rest of the scope that was innermost when they ran:
+// dropped when that scope ends. Empty unless a step sets values, so lookups stay a size test.
+struct StepValue {
+  const VarState* key;
+  const BindingScope* scope;
+  VarValue value;
+};
+thread_local std::vector<StepValue> tl_step;
 
 void bind_on_this_thread(const std::shared_ptr<VarState>& s, VarValue v) {
   for (ThreadBinding& b : tl_bound)
@@ -40,6 +48,8 @@ namespace {
 // The value by the rule in variable.hpp; `in_call` (may be null) is set when the lookup passed a
 // TinyJit call's scope without finding the variable.
 VarValue lookup(const VarState& v, bool* in_call) {
+  for (size_t k = tl_step.size(); k-- > 0;)
+    if (tl_step[k].key == &v) return tl_step[k].value;
   bool passed_call = false;
   for (const BindingScope* s = tl_scope; s; s = s->outer) {
     for (const BoundVar& b : s->vars)
@@ -63,6 +73,19 @@ VarValue var_value(const VarState& v) {
   return val;
 }
 
+void set_step_value(const Variable& v, VarValue value) {
+  if (!tl_scope) {
+    bind_on_this_thread(v.shared_state(), value);
+    return;
+  }
+  for (StepValue& s : tl_step)
+    if (s.key == v.state() && s.scope == tl_scope) {
+      s.value = value;
+      return;
+    }
+  tl_step.push_back({v.state(), tl_scope, value});
+}
+
 void variable_value_too_large(const Variable& v, unsigned long long value) {
   throw ArgumentError("Variable \"" + v.name() + "\": value " + std::to_string(value) + " is outside its bounds [" +
                       std::to_string(v.min()) + ", " + std::to_string(v.max()) + "]");
@@ -71,7 +94,10 @@ void variable_value_too_large(const Variable& v, unsigned long long value) {
 }  // namespace detail
 
 BindingScope::BindingScope(std::span<const BoundVar> v, bool c) : vars(v), outer(detail::tl_scope), call(c) { detail::tl_scope = this; }
-BindingScope::~BindingScope() { detail::tl_scope = outer; }
+BindingScope::~BindingScope() {
+  detail::tl_scope = outer;
+  if (!detail::tl_step.empty()) std::erase_if(detail::tl_step, [this](const detail::StepValue& s) { return s.scope == this; });
+}
 
 Variable::Variable(std::string name, int64_t min, int64_t max) : s_(std::make_shared<detail::VarState>()) {
   if (min > max)

@@ -1,5 +1,6 @@
 // The fill kind: every element of a buffer (or a view) set to one value, recorded with the value
 // and replayed as a device fill (clEnqueueFillBuffer; the NULL device writes its memory).
+#include "exec/flow.hpp"
 #include "exec/kind.hpp"
 
 namespace encore::detail {
@@ -48,6 +49,7 @@ namespace encore {
 void Device::fill_bytes(const Buffer& buf, const void* value, size_t value_bytes) const {
   if (!buf) throw ArgumentError("fill: null buffer");
   if (!value) throw ArgumentError("fill: null value");
+  detail::check_not_in_host("fill a buffer");
   detail::BufferImpl& d = *buf.impl();
   if (d.dev != shared_impl()) throw ArgumentError("fill: " + buf.describe() + " is not on " + id());
   const size_t es = size(buf.dtype());
@@ -65,7 +67,7 @@ void Device::fill_bytes(const Buffer& buf, const void* value, size_t value_bytes
   item.dst = buf;
   auto p = static_cast<const unsigned char*>(value);
   item.data = std::make_shared<const std::vector<unsigned char>>(p, p + value_bytes);
-  detail::fill_kind.run_eager(item);
+  if (!detail::dry_tracing()) detail::fill_kind.run_eager(item);
   detail::record_item(std::move(item));
 }
 

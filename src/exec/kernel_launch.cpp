@@ -3,6 +3,7 @@
 #include "encore/device.hpp"
 #include "encore/error.hpp"
 #include "exec/enqueue.hpp"
+#include "exec/flow.hpp"
 #include "exec/kind.hpp"
 
 namespace encore {
@@ -110,6 +111,7 @@ void Device::launch_args(const Kernel& k, const Sizes& global, const Sizes& loca
     }
   }
   check_local_memory(*ki.program->dev, *ki.eager, args, k.name());
+  check_not_in_host("launch a kernel");
   if (!current_recorder() && debug_level() < 2 && !trace_active()) {
     // the common eager case: run straight from the arguments, no ExecItem to build and destroy
     LaunchDims ld;

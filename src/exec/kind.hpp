@@ -93,7 +93,7 @@ const KindOps& kind_of(ItemKind k);
 inline const KindOps& kind_of(const ExecItem& it) { return kind_of(it.kind); }
 
 // The kinds' tables (one per file).
-extern const KindOps kernel_kind, copy_kind, upload_kind, native_kind, fill_kind;
+extern const KindOps kernel_kind, copy_kind, upload_kind, native_kind, fill_kind, host_kind, branch_kind, loop_kind;
 
 // Shared by the kinds' files.
 // Bumps the version of every buffer argument the item may write.

@@ -4,8 +4,8 @@
 namespace encore::detail {
 
 namespace {
-constexpr const KindOps* kinds[] = {&kernel_kind, &copy_kind, &upload_kind, &native_kind, &fill_kind};
-static_assert(sizeof(kinds) / sizeof(kinds[0]) == static_cast<size_t>(ItemKind::fill) + 1, "one table entry per ItemKind");
+constexpr const KindOps* kinds[] = {&kernel_kind, &copy_kind, &upload_kind, &native_kind, &fill_kind, &host_kind, &branch_kind, &loop_kind};
+static_assert(sizeof(kinds) / sizeof(kinds[0]) == static_cast<size_t>(ItemKind::loop) + 1, "one table entry per ItemKind");
 }  // namespace
 
 const KindOps& kind_of(ItemKind k) {

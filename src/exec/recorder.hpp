@@ -20,6 +20,8 @@ struct Recorder {
   // host inputs (slot = index): a copyin whose source lies inside one is recorded as from it
   std::vector<std::pair<const unsigned char*, size_t>> hosts;
   std::atomic<bool> closed{false};
+  uint64_t allocs = 0;  // buffers made during the capture (BufferImpl::serial)
+  uint32_t dry = 0;     // > 0: tracing an alternative not taken (src/exec/flow.hpp)
 };
 // The recorder of this thread, null when none (or its owner closed it).
 Recorder* current_recorder();

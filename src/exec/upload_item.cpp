@@ -2,6 +2,7 @@
 // on every replay, like any other write.
 #include <cstring>
 
+#include "exec/flow.hpp"
 #include "exec/kind.hpp"
 
 namespace encore::detail {
@@ -81,6 +82,7 @@ void Buffer::copyin_bytes(const void* src, size_t n) const {
 void Buffer::copyin_bytes(const void* src, size_t n, size_t off) const {
   if (!impl_) throw ArgumentError("copyin: null buffer");
   const Buffer dst = transfer_range(*this, n, off, "copyin");
+  check_not_in_host("copy data in");
   if (Recorder* r = current_recorder()) {
     // recorded as an upload holding a snapshot: replayed every call, like any other write
     ExecItem item;

@@ -63,7 +63,7 @@ void resolve_sizes(const Plan& p, const BoundItem& b, const std::vector<VarValue
   resolve_launch(st.dims, g, st.has_local ? l : nullptr, *b.dev, *b.kernel, out, "replay launch");
 }
 
-void set_var(UnitImpl& u, uint32_t slot, VarValue v) {
+void set_var(UnitImpl& u, uint32_t slot, VarValue v, bool in_replay) {
   Binding* bd = u.bound.get();
   if (!bd) {
     u.vars[slot] = v;
@@ -87,8 +87,13 @@ void set_var(UnitImpl& u, uint32_t slot, VarValue v) {
       bd->items[use.bound].kernel->set_arg(use.arg, size(use.as), &bits);
     }
   } catch (...) {
-    // some kernels may hold the new value and some the old: the next run binds afresh
+    // some kernels may hold the new value and some the old: the next run binds afresh (a host
+    // item's set inside a replay: once that replay has let go of the binding)
     u.vars[slot] = old;
+    if (in_replay) {
+      u.rebind = true;
+      throw;
+    }
     u.wait_in_flight();
     u.bound.reset();
     throw;
@@ -244,6 +249,7 @@ void bind_unit(UnitImpl& u) {
     u.versions_taken = true;
   }
   u.bound = std::move(bd);
+  u.rebind = false;
 }
 
 }  // namespace encore::detail

@@ -322,7 +322,7 @@ void JitCore::verify_finish() {
 }
 
 void signature_of(const CallArgs& a, std::vector<SigPart>& out) {
-  out.resize(a.buffers.size() + a.vars.size() + a.hosts.size());
+  out.resize(a.buffers.size() + a.vars.size() + a.hosts.size() + a.keys.size());
   size_t k = 0;
   for (const Buffer& b : a.buffers) {
     BufferImpl* i = b.impl();
@@ -330,6 +330,7 @@ void signature_of(const CallArgs& a, std::vector<SigPart>& out) {
   }
   for (const BoundVar& v : a.vars) out[k++] = SigPart{v.var.state(), v.var.is_float() ? 1u : 0u, 0, 2};
   for (const HostSpan& h : a.hosts) out[k++] = SigPart{nullptr, h.count, h.elem, 3};
+  for (int64_t key : a.keys) out[k++] = SigPart{nullptr, static_cast<uint64_t>(key), 0, 4};
 }
 
 std::string describe_signature(const std::vector<SigPart>& sig) {
@@ -342,6 +343,10 @@ std::string describe_signature(const std::vector<SigPart>& sig) {
     }
     if (p.kind == 3) {
       s += "host span[" + std::to_string(p.count) + " x " + std::to_string(p.dtype) + " bytes]";
+      continue;
+    }
+    if (p.kind == 4) {
+      s += "key " + std::to_string(static_cast<int64_t>(p.count));
       continue;
     }
     if (!p.what) {

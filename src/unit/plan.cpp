@@ -8,6 +8,7 @@
 
 #include "encore/memory_planner.hpp"
 #include "exec/kind.hpp"
+#include "unit/flow_plan.hpp"
 #include "unit/prune.hpp"
 #include "unit/unit.hpp"
 
@@ -83,6 +84,9 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
   const size_t n = u.items.size();
   for (const Buffer& b : u.inputs)
     if (!b) throw JitError("input buffer is null");
+  const FlowShape shape = flow_shape(u.items);
+  u.flow = shape.any;
+  if (u.flow) check_flow(u.items, shape);
 
   // entries: one per distinct handle
   std::unordered_map<BufferImpl*, uint32_t> entry_of;
@@ -185,7 +189,9 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
     }
     // native work is opaque: never one-time (it may hold state of its own, or read the clock); an
     // upload from a host input depends on the call like a buffer input
-    pitems[i].volatile_ = touches_input || u.items[i].uses_variables() || kind_of(u.items[i]).opaque || u.items[i].host_slot >= 0;
+    // an item inside a branch alternative or a loop body runs only when its parent says so
+    pitems[i].volatile_ = touches_input || u.items[i].uses_variables() || kind_of(u.items[i]).opaque || u.items[i].host_slot >= 0 ||
+                          (u.flow && shape.parent[i] >= 0);
   }
   if (opt.prune) {
     TraceSpan span("prune");
@@ -236,6 +242,7 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
     for (uint32_t i = 0; i < n; ++i)
       for (const ItemAccess& a : acc[i])
         if (uint32_t t = temp_of[entry_root[a.entry]]; t != UINT32_MAX) uses.push_back({i, t});
+    extend_loop_lives(shape, uses);
     uint64_t align = dev->info.base_align_bytes;
     MemoryPlan plan = plan_memory(bytes, uses, align);
 #ifndef NDEBUG
@@ -343,6 +350,12 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
   }
 
   u.sync = plan_sync(u);
+  if (u.flow && u.devices.size() > 1)
+    throw JitError("a step with host items, branches or loops runs on one device in this version; this one uses " + std::to_string(u.devices.size()) +
+                   " (" + u.devices[0]->info.id + ", " + u.devices[1]->info.id + ", ...). Capture the work of each device as a step of its own");
+  if (u.flow && u.sync.any_split)
+    throw JitError("a step with host items, branches or loops cannot hold split-phase native calls (collectives) in this version: "
+                   "capture the collective in a step of its own");
 
   u.stats.items = n;
   u.stats.items_pruned = static_cast<size_t>(std::count(u.one_time.begin(), u.one_time.end(), true));

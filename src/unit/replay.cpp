@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "testing.hpp"
+#include "exec/flow.hpp"
 #include "exec/kind.hpp"
 #include "unit/unit.hpp"
 
@@ -115,6 +116,70 @@ template <class Run> static void run_items(UnitImpl& u, Binding& b, Run run) {
   }
 }
 
+// A step that decides (encore/control.hpp): the same walk, as a tree. A branch replays the child
+// sequence its Variable picks, a counted loop its body that many times, a loop_while its body
+// until its condition item (the body's last) says stop; host items run in place. Children follow
+// their item contiguously (they are never one-time), so a child sequence is a range of `items`.
+// One-time items (top level only) re-run at their places as in run_items.
+template <class Run> static void run_seq(UnitImpl& u, Binding& b, uint32_t i, uint32_t end, Run& run, uint32_t* once) {
+  const uint32_t n = static_cast<uint32_t>(b.items.size());
+  while (i < end) {
+    BoundItem& x = b.items[i];
+    if (once)
+      for (; *once < n && b.items[*once].item < x.item; ++*once) run(b, b.items[*once]);
+    if (!x.flow) {
+      run(b, x);
+      ++i;
+      continue;
+    }
+    FlowBound& f = *x.flow;
+    const ExecItem& it = u.plan.items[x.item];
+    if (trace_active()) trace_item(*x.dev, nullptr, it, "replay", 0, nullptr);
+    if (it.kind == ItemKind::host) {
+      if (!ENCORE_TESTING_IS(flow_stale_host) || it.flow->cond) replay_host_item(u, b, x);
+      ++i;
+      continue;
+    }
+    const int64_t v = it.args.empty() ? 0 : u.vars[f.var].i;
+    if (it.kind == ItemKind::branch) {
+      size_t a = f.flow->when ? (v != 0 ? 0 : 1) : static_cast<size_t>(v);
+      if (ENCORE_TESTING_IS(flow_other_branch) && f.flow->when) a = 1 - a;
+      if (v < 0 || a + 1 >= f.starts.size()) throw JitError(kind_of(it).title(it) + ": value " + std::to_string(v) + " picks no alternative");
+      run_seq(u, b, f.starts[a], f.starts[a + 1], run, nullptr);
+    } else if (f.flow->counted) {
+      const int64_t times = ENCORE_TESTING_IS(flow_loop_short) && v > 0 ? v - 1 : v;
+      for (int64_t k = 0; k < times; ++k) run_seq(u, b, f.starts[0], f.starts[1], run, nullptr);
+    } else {
+      for (int64_t k = 1;; ++k) {
+        run_seq(u, b, f.starts[0], f.starts[1], run, nullptr);
+        if (!b.items[f.starts[1] - 1].flow->verdict) break;
+        if (k == f.flow->max_iterations)
+          throw ArgumentError(kind_of(it).title(it) + ": its condition still held after max_iterations = " + std::to_string(k) +
+                              " iterations (raise the bound, or check the condition)");
+      }
+    }
+    i = f.starts.back();
+  }
+}
+
+template <class Run> static void run_flow(UnitImpl& u, Binding& b, Run run) {
+  bool stale = false;
+  if (!ENCORE_TESTING_IS(ignore_versions))
+    for (auto& [r, ver] : u.once_versions) stale = stale || r->version.load(std::memory_order_acquire) != ver;
+  if (!stale) {
+    run_seq(u, b, 0, b.n_replay, run, nullptr);
+    return;
+  }
+  for (auto& [r, ver] : u.once_versions) ver = r->version.load(std::memory_order_acquire);
+  uint32_t k = b.n_replay;
+  run_seq(u, b, 0, b.n_replay, run, &k);
+  for (; k < b.items.size(); ++k) run(b, b.items[k]);
+  for (uint32_t w : u.once_written) {
+    auto& [r, ver] = u.once_versions[w];
+    if (r->version.fetch_add(1, std::memory_order_acq_rel) == ver) ++ver;
+  }
+}
+
 // plan.sync around each item (see sync.cpp): barriers and markers between devices of one context.
 // This replay's events are released at the end, or when an enqueue fails.
 static void barrier(DeviceImpl& dev, Binding& b, const uint32_t* slots, size_t n) {
@@ -180,6 +245,10 @@ void run_unit(UnitImpl& u, OwnedEvent* done) {
     u.wait_in_flight();  // its replays still read the smaller arena
     u.bound.reset();
   }
+  if (u.bound && u.rebind) {  // a host item's set failed part way through a replay
+    u.wait_in_flight();
+    u.bound.reset();
+  }
   if (!u.bound) bind_unit(u);
   if (!u.changed_slots.empty()) check_inputs(u);
   Binding& b = *u.bound;
@@ -206,7 +275,7 @@ void run_unit(UnitImpl& u, OwnedEvent* done) {
   const bool ends_group = slot && u.in_flight_pos + 1 == u.in_flight_every;
   OwnedEvent* ends = done ? done : ends_group ? slot : nullptr;
   // the plain loop ends each device's replay with its last kernel's event; the others with markers
-  b.end_events = ends && !debug && !trace_active() && !u.plan.sync.ordered() ? ends : nullptr;
+  b.end_events = ends && !debug && !trace_active() && !u.plan.sync.ordered() && !u.plan.flow ? ends : nullptr;
   // a replay that fails part way cancels the split-phase calls it began and did not finish
   struct CancelOpen {
     Binding& b;
@@ -215,7 +284,12 @@ void run_unit(UnitImpl& u, OwnedEvent* done) {
     }
   } cancel{b};
   try {
-    if (debug) run_items_ordered(u, b, [&](Binding& bd, BoundItem& x) { run_item_debug(u.plan, bd, x); });
+    if (u.plan.flow) {
+      // one device, no cross-device order (make_plan refuses the rest)
+      if (debug) run_flow(u, b, [&](Binding& bd, BoundItem& x) { run_item_debug(u.plan, bd, x); });
+      else if (trace_active()) run_flow(u, b, [&](Binding& bd, BoundItem& x) { run_item_traced(u.plan, bd, x); });
+      else run_flow(u, b, run_item);
+    } else if (debug) run_items_ordered(u, b, [&](Binding& bd, BoundItem& x) { run_item_debug(u.plan, bd, x); });
     else if (trace_active()) run_items_ordered(u, b, [&](Binding& bd, BoundItem& x) { run_item_traced(u.plan, bd, x); });
     else if (u.plan.sync.ordered()) run_items_ordered(u, b, run_item);
     else run_items(u, b, run_item);
@@ -223,6 +297,9 @@ void run_unit(UnitImpl& u, OwnedEvent* done) {
     // a failed enqueue leaves this replay without its in-flight events: let what it queued finish,
     // so the next replay may reuse this replay's staging copies (host uploads read them)
     b.end_events = nullptr;
+    // part of the step ran: what it may have written is not what it was
+    for (BufferImpl* r : b.written_roots) r->version.fetch_add(1, std::memory_order_acq_rel);
+    for (uint32_t e : b.written_entries) b.current[e].impl()->bump();
     for (auto& d : u.plan.devices) try {
         d->finish();
       } catch (...) {

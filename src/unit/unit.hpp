@@ -70,6 +70,7 @@ struct CrossSync {
 
 struct Plan {
   UnitOptions opt;
+  bool flow = false;            // some host, branch or loop item: replayed by run_flow (flow_replay.cpp)
   std::vector<ExecItem> items;  // as captured, planned temps replaced by placeholders
   std::vector<PlanStep> steps;  // per item
   std::vector<bool> one_time;
@@ -112,6 +113,26 @@ CrossSync plan_sync(const Plan& p);
 // Roots created during capture `capture_id` that no handle outside `items` refers to.
 std::vector<BufferImpl*> find_internal(const std::vector<ExecItem>& items, uint64_t capture_id);
 
+// A host, branch or loop item as bound (src/exec/flow_items.cpp binds it, src/unit/flow_replay.cpp
+// runs it): everything its replay needs, allocated here.
+struct Flow;
+struct FlowBound {
+  const Flow* flow = nullptr;
+  // host: the bytes read (one buffer each, sized at bind), the buffers they come from now, the
+  // declared Variables' slots and the values its function gives
+  std::vector<std::vector<unsigned char>> bytes;
+  std::vector<const unsigned char*> data;
+  std::vector<size_t> sizes;
+  std::vector<BufferImpl*> src;
+  std::vector<uint32_t> slots;
+  std::vector<VarValue> values, old;
+  std::vector<uint8_t> given;
+  bool verdict = false;          // a loop condition's last answer
+  // branch, loop: the slot of its Variable; the bound index where each child sequence starts, and its end
+  uint32_t var = 0;
+  std::vector<uint32_t> starts;
+};
+
 // One item ready to enqueue: what the replay loop reads, nothing else. Which of the operand fields
 // a kind uses, and how, is its own file's business (src/exec/<kind>_item.cpp).
 struct KindOps;
@@ -140,6 +161,7 @@ struct BoundItem {
   int32_t signal = -1;               // cross-device order: event slot set after it runs
   int32_t ends_device = -1;          // the last replayed item on plan device d with an event of its own: it ends the replay there
   uint32_t wait_at = 0, wait_n = 0;  // its slots in Binding::wait_slots
+  FlowBound* flow = nullptr;         // host, branch, loop (Binding::flows)
 };
 
 // A bound item's use of an entry: its operand k, argument `arg` (ItemAccess::arg).
@@ -196,6 +218,7 @@ struct Binding {
   std::vector<std::vector<uint32_t>> var_sizes; // per variable: items whose sizes use it
   std::vector<std::unique_ptr<unsigned char[]>> staging;
   std::vector<NativeMem*> native_mems;          // native items' buffers (sized once: items point into it)
+  std::vector<std::unique_ptr<FlowBound>> flows; // host, branch and loop items
   std::vector<BufferImpl*> written_roots;       // bumped after each replay (fixed and planned storages)
   std::vector<uint32_t> written_entries;        // input entries written (their storage follows the inputs)
   // cross-device order (plan.sync): this replay's events by slot, and a buffer to gather wait lists
@@ -272,6 +295,7 @@ struct UnitImpl {
   std::vector<std::vector<unsigned char>> host_captured;
   std::vector<const unsigned char*> host_now;
   uint64_t arena_gen = 0;                // the pool's generation when bound
+  bool rebind = false;                   // a host item's set failed part way: bind afresh before the next run
   ~UnitImpl();
   // Waits for every replay still in flight that took events (the unit's own work only, never a
   // whole queue); the current group's replays need none (see the definition).
@@ -287,7 +311,11 @@ void point_entry(UnitImpl& u, uint32_t e, const Buffer& b);
 void resolve_sizes(const Plan& p, const BoundItem& b, const std::vector<VarValue>& vars, LaunchDims& out);
 // Sets variable `slot` to `v`: every check (bounds of argument types, launch sizes) before any
 // change, so a failure leaves the unit as it was.
-void set_var(UnitImpl& u, uint32_t slot, VarValue v);
+// `in_replay`: a host item's set (flow_replay.cpp): a failure marks the binding for a rebind
+// (UnitImpl::rebind) instead of dropping it under the replay that uses it.
+void set_var(UnitImpl& u, uint32_t slot, VarValue v, bool in_replay = false);
+// flow_replay.cpp: a host item's replay (its reads, its function, its Variables set all or none).
+void replay_host_item(UnitImpl& u, Binding& b, BoundItem& x);
 // replay.cpp
 void check_inputs(UnitImpl& u);
 // Replays once. `done` given ([device]): set to the replay's completion on each device (its last

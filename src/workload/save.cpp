@@ -321,6 +321,12 @@ class Saver {
         case ItemKind::native:
           fail(path, "native work (" + it.describe() + ") is code outside encore: a workload file cannot hold it");
           break;
+        case ItemKind::host:
+        case ItemKind::branch:
+        case ItemKind::loop:
+          fail(path, it.describe() + ": host items, branches and loops run host code, which a workload file cannot hold "
+                     "(docs/workload-format.md)");
+          break;
         case ItemKind::upload:
         case ItemKind::fill: {
           // both write host bytes known at capture: a const buffer holding them, copied in
