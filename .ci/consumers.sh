@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# Builds and runs tiny consumers of encore three ways:
-#   1. pkg-config: a C11 program that includes only encore/encore.h, compiled with cc;
-#   2. CMake find_package(encore) -> encore::encore: a C++20 program and the same C program;
-#   3. meson subproject: a project whose subprojects/encore is this source tree, dependency('encore').
-# Usage: .ci/consumers.sh PREFIX     PREFIX: where `meson install` put encore (needs cc, c++, cmake,
-# pkg-config, meson, ninja). The consumers are in tests/consumers/.
+# Builds and runs tiny consumers of an installed encore, the ways docs/install.md describes:
+#   0. the installed tree: libencore and encore.pc name no MPI (the collectives are libencore-mpi);
+#   1. pkg-config, with only the stage's and OpenCL's .pc files visible (no Open MPI .pc files):
+#      a C11 program (encore/encore.h) and README's C++ program with `--variable=cxxflags`;
+#   2. CMake find_package(encore) -> encore::encore: README's C++ program and a C++ consumer with no
+#      C++ standard set by the consumer (encore::encore carries cxx_std_20), the C program, and,
+#      where encore has MPI, a program linking encore::mpi;
+#   3. meson subproject: a parent project whose subprojects/encore is this source tree, built with
+#      encore's defaults (tests, benchmarks, examples and harness off in a subproject).
+# Usage: .ci/consumers.sh PREFIX     PREFIX: where `meson install` put encore (a --destdir stage works:
+# PREFIX is then the stage's copy of the prefix). Needs cc, c++, cmake, pkg-config, meson, ninja.
+# The consumers are in tests/consumers/; README's C++ program is taken from README.md itself.
 set -euo pipefail
 if [[ $# -ne 1 || ! -d "$1" ]]; then
   echo "usage: $0 INSTALL_PREFIX (a folder where encore is installed)" >&2
@@ -24,30 +30,72 @@ done
 export LD_LIBRARY_PATH="$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 start=$(date +%s)
 
-echo "== 1. pkg-config ($pc)"
-export PKG_CONFIG_PATH="$(dirname "$pc")"
-pcprefix=$(pkg-config --variable=prefix encore)
-if [[ "$pcprefix" == "$prefix" ]]; then
-  pcflags=$(pkg-config --cflags --libs encore)
-else  # a DESTDIR install: encore.pc names the final prefix; point it here instead
-  echo "encore.pc says prefix=$pcprefix; using $prefix"
-  pcflags=$(pkg-config --define-variable=prefix="$prefix" --cflags --libs encore)
+# README's first C++ program (the first ```cpp program block), as a newcomer would copy it
+python3 - "$src/README.md" "$work/readme.cpp" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+m = re.search(r"^```cpp program[^\n]*\n(.*?)^```\s*$", text, re.M | re.S)
+if not m:
+    sys.exit("consumers.sh: README.md has no ```cpp program block")
+open(sys.argv[2], "w").write(m.group(1))
+PY
+
+echo "== 0. the installed tree names no MPI"
+if readelf -d "$lib" | grep -E 'NEEDED.*(libmpi|open-rte|open-pal|hwloc|libevent)'; then
+  echo "consumers.sh: $lib links MPI (the collectives belong in libencore-mpi)" >&2
+  exit 1
 fi
-echo "pkg-config --cflags --libs encore: $pcflags"
+if grep -niE 'mpi' "$pc"; then
+  echo "consumers.sh: $pc names MPI" >&2
+  exit 1
+fi
+mpilib=$(find "$prefix" -name 'libencore-mpi.so' -print -quit)
+echo "libencore and encore.pc: no MPI${mpilib:+; MPI collectives in $mpilib}"
+
+echo "== 1. pkg-config ($pc), only the stage's and OpenCL's .pc files visible"
+# OpenCL.pc alone in a folder of its own (on Debian it shares /usr/lib/<triplet>/pkgconfig with
+# Open MPI's ompi*.pc), then the search path narrowed to that folder and the stage's
+mkdir -p "$work/pc-opencl"
+cp "$(pkg-config --variable=pcfiledir OpenCL)/OpenCL.pc" "$work/pc-opencl/"
+export PKG_CONFIG_LIBDIR="$(dirname "$pc"):$work/pc-opencl"
+export PKG_CONFIG_PATH=""
+if pkg-config --exists ompi-cxx || pkg-config --exists ompi; then
+  echo "consumers.sh: Open MPI's .pc files are still visible" >&2
+  exit 1
+fi
+pcprefix=$(pkg-config --variable=prefix encore)
+defprefix=()
+if [[ "$pcprefix" != "$prefix" ]]; then  # a DESTDIR install: encore.pc names the final prefix; point it here instead
+  echo "encore.pc says prefix=$pcprefix; using $prefix"
+  defprefix=(--define-variable=prefix="$prefix")
+fi
+pcflags=$(pkg-config "${defprefix[@]}" --cflags --libs encore)
+cxxflags=$(pkg-config --variable=cxxflags encore)
+echo "pkg-config --cflags --libs encore: $pcflags; --variable=cxxflags: $cxxflags"
 # shellcheck disable=SC2086
 cc -std=c11 -Wall -Wextra -Wpedantic -Werror "$src/tests/consumers/consumer.c" -o "$work/consumer-pkgconfig" $pcflags
 "$work/consumer-pkgconfig"
-
-unset PKG_CONFIG_PATH
+# shellcheck disable=SC2086
+c++ $cxxflags -Wall -Wextra -Werror "$work/readme.cpp" -o "$work/readme-pkgconfig" $pcflags
+"$work/readme-pkgconfig" > "$work/readme-pkgconfig.out"
+tail -n 1 "$work/readme-pkgconfig.out"
+unset PKG_CONFIG_LIBDIR PKG_CONFIG_PATH
 
 echo "== 2. CMake find_package ($config)"
 cmake -S "$src/tests/consumers/cmake" -B "$work/cmake" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
+  -DREADME_PROGRAM="$work/readme.cpp" \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_COMPILE_WARNING_AS_ERROR=ON > "$work/cmake.log" || { cat "$work/cmake.log"; exit 1; }
 cmake --build "$work/cmake"
 "$work/cmake/consumer"
 "$work/cmake/consumer_c"
+"$work/cmake/readme_program" | tail -n 1
+if [[ -n "$mpilib" && ! -x "$work/cmake/consumer_mpi" ]]; then
+  echo "consumers.sh: encore has libencore-mpi but CMake built no encore::mpi consumer" >&2
+  exit 1
+fi
+[[ -x "$work/cmake/consumer_mpi" ]] && "$work/cmake/consumer_mpi" && echo "encore::mpi consumer: built"
 
-echo "== 3. meson subproject"
+echo "== 3. meson subproject (encore's own defaults)"
 mkdir -p "$work/meson/subprojects"
 cp "$src/tests/consumers/meson/meson.build" "$src/tests/consumers/consumer.c" "$src/tests/consumers/consumer.cpp" "$work/meson/"
 ln -s "$src" "$work/meson/subprojects/encore"
@@ -55,8 +103,23 @@ ln -s "$src" "$work/meson/subprojects/encore"
   cd "$work/meson"
   # PKG_CONFIG_PATH unset: dependency('encore') must come from the subproject, not an installed copy
   env -u PKG_CONFIG_PATH meson setup build --wrap-mode=nodownload > setup.log || { cat setup.log; exit 1; }
+  # a subproject builds the library only: no tests, benchmarks, examples or harness, and it looks
+  # for none of GoogleTest, Google Benchmark or Boost
+  meson introspect --targets build > targets.json
+  python3 - targets.json <<'PY'
+import json, sys
+names = {t["name"] for t in json.load(open(sys.argv[1]))}
+extra = sorted(n for n in names if n in {"encore-tests", "encore-internal-tests", "encore-bench", "encore_workload",
+                                         "train_mlp", "hello_encore", "bench-replay", "bench-eager"})
+if extra:
+    sys.exit("consumers.sh: encore as a subproject builds " + ", ".join(extra))
+PY
+  if grep -E '(dependency|Dependency) (gtest|GTest|benchmark|boost)' setup.log; then
+    echo "consumers.sh: encore as a subproject looked for GoogleTest, Google Benchmark or Boost" >&2
+    exit 1
+  fi
   meson compile -C build
   LD_LIBRARY_PATH='' ./build/consumer_c
   LD_LIBRARY_PATH='' ./build/consumer
 )
-echo "consumers: pkg-config, CMake and meson subproject builds ran in $(( $(date +%s) - start )) s"
+echo "consumers: no MPI in encore, pkg-config (C, C++), CMake (C++, C${mpilib:+, MPI}) and meson subproject builds ran in $(( $(date +%s) - start )) s"

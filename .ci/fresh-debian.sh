@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # README's first two fenced shell commands, verbatim, in a freshly bootstrapped Debian 12 root: what a
-# newcomer sees. This machine keeps whatever earlier sessions installed (once that hid a missing
+# newcomer sees; then the three consumers (pkg-config, CMake, meson subproject) built from the
+# package those commands installed (.ci/consumers.sh). This machine keeps whatever earlier sessions installed (once that hid a missing
 # `cmake` in README's install line); a minbase root has only what README's commands install.
 #
 # Usage: .ci/fresh-debian.sh [COMMIT]     (default HEAD of this checkout)
@@ -97,4 +98,17 @@ if ! in_root "$test_cmd" > "$cache/readme-test.log" 2>&1; then
   exit 1
 fi
 grep -E '^(Ok|Expected Fail|Fail|Unexpected Pass|Skipped|Timeout):' "$cache/readme-test.log" || tail -n 12 "$cache/readme-test.log"
-echo "fresh-debian: README's second command passed in $(( $(date +%s) - t1 )) s; whole job $(( $(date +%s) - start )) s"
+echo "fresh-debian: README's second command passed in $(( $(date +%s) - t1 )) s"
+
+# 4. the consumers of docs/install.md, built from the package README's build installs (`meson
+# install` into a stage): pkg-config, CMake and a meson parent project (.ci/consumers.sh). CMake is
+# the consumer's own tool, not one README's commands install, so it is installed here first.
+t2=$(date +%s)
+consumers_cmd='apt-get install -y -q cmake > /dev/null && meson install -C build --destdir /root/stage > /dev/null && .ci/consumers.sh /root/stage/usr/local'
+if ! in_root "$consumers_cmd" > "$cache/consumers.log" 2>&1; then
+  tail -n 60 "$cache/consumers.log"
+  echo "fresh-debian: the consumers of the installed package FAILED in a fresh Debian 12 root (log: $cache/consumers.log)"
+  exit 1
+fi
+tail -n 1 "$cache/consumers.log"
+echo "fresh-debian: consumers built from the installed package in $(( $(date +%s) - t2 )) s; whole job $(( $(date +%s) - start )) s"

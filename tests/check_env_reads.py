@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The environment is read in one place: no source under src/ but src/core/env.cpp calls getenv, and
-README's "Environment" section names every ENCORE_ variable that src/core/env.hpp lists."""
+docs/environment.md names every ENCORE_ variable that src/core/env.hpp lists."""
 import pathlib
 import re
 import sys
@@ -14,14 +14,12 @@ for p in sorted((root / "src").rglob("*")):
         if re.search(r"\b(secure_)?getenv\s*\(|\benviron\b", line):
             bad.append(f"{p.relative_to(root)}:{n}: {line.strip()}")
 listed = set(re.findall(r"^//\s+(ENCORE_[A-Z_]+)", (root / "src/core/env.hpp").read_text(), re.M))
-readme = (root / "README.md").read_text()
-m = re.search(r"^## Environment\n(.*?)^## ", readme, re.M | re.S)
-section = m.group(1) if m else ""
+section = (root / "docs" / "environment.md").read_text()
 missing = sorted(v for v in listed if v not in section)
 for b in bad:
     print("reads the environment outside src/core/env.cpp:", b)
 for v in missing:
-    print(f"{v} (src/core/env.hpp) is not in README's Environment section")
+    print(f"{v} (src/core/env.hpp) is not in docs/environment.md")
 if not listed:
     print("src/core/env.hpp lists no ENCORE_ variable")
 ok = not bad and not missing and listed

@@ -1,8 +1,8 @@
 #pragma once
-// encore::Communicator: collectives over MPI as items of a step (optional: present when libencore
-// was built with MPI, meson option `mpi`; without it this header still compiles but the symbols
-// are absent and a program using them fails to link). This header does not include mpi.h; the
-// constructor from an MPI_Comm is in encore/mpi.hpp.
+// encore::Communicator: collectives over MPI as items of a step. They live in a library of their
+// own, libencore-mpi (pkg-config encore-mpi, CMake encore::mpi, meson dependency('encore-mpi')),
+// built when encore is built with MPI (meson option `mpi`); libencore itself never links MPI. This
+// header does not include mpi.h; the constructor from an MPI_Comm is in encore/mpi.hpp.
 //   encore::Communicator comm = encore::Communicator::world();   // MPI_COMM_WORLD (initializes MPI if needed)
 //   auto step = encore::TinyJit([&](const encore::Buffer& x) {
 //     encore::Buffer g = dev.alloc<float>(n);
@@ -38,11 +38,20 @@
 #include "encore/buffer.hpp"
 #include "encore/export.hpp"
 
+// ENCORE_MPI_API: the symbols libencore-mpi exports (as ENCORE_API for libencore)
+#if defined(ENCORE_STATIC) || !defined(_WIN32)
+#define ENCORE_MPI_API ENCORE_API
+#elif defined(ENCORE_MPI_BUILDING)
+#define ENCORE_MPI_API __declspec(dllexport)
+#else
+#define ENCORE_MPI_API __declspec(dllimport)
+#endif
+
 namespace encore {
 
 enum class ReduceOp : uint8_t { sum, mean, max };
 
-class ENCORE_API Communicator {
+class ENCORE_MPI_API Communicator {
  public:
   // MPI_COMM_WORLD (as Communicator::world()).
   Communicator();

@@ -1,5 +1,5 @@
 #pragma once
-// Initial buffer contents (WORKLOAD.md "Buffers": zeros, fill, uniform, arange, file) and the
+// Initial buffer contents (docs/workload-format.md, "Buffers": zeros, fill, uniform, arange, file) and the
 // double → dtype conversion they share.
 #include <string>
 

@@ -1,4 +1,4 @@
-// workload file → Workload: the schema of WORKLOAD.md, checked strictly (unknown keys, types,
+// workload file → Workload: the schema of docs/workload-format.md, checked strictly (unknown keys, types,
 // ranges, references). Checks that need a device live in validate.cpp.
 #include <algorithm>
 #include <cfloat>

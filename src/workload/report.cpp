@@ -1,4 +1,4 @@
-// The run report: a table for people, JSON for scripts (field names as in WORKLOAD.md).
+// The run report: a table for people, JSON for scripts (field names as in docs/harness.md).
 #include <cmath>
 #include <cstdio>
 #include <sstream>

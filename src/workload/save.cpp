@@ -1,4 +1,4 @@
-// Saving a captured ExecutionUnit as an `encore.workload/1` file (WORKLOAD.md): the JSON document
+// Saving a captured ExecutionUnit as an `encore.workload/1` file (docs/workload-format.md): the JSON
 // plus raw little-endian `.bin` files with the initial contents of the inputs, state, const and
 // upload buffers, so `encore-bench run` replays and measures exactly the captured step.
 #include <algorithm>
