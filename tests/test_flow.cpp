@@ -504,7 +504,9 @@ TEST_P(FlowErrors, EveryPathReplaysFromOneUnit) {
   for (int i = 0; i < 12; ++i) {
     jit(d.bind(i % 2), k.bind(i % 4));
     eager(d.bind(i % 2), k.bind(i % 4));
-    if (!dev.is_null()) ASSERT_EQ(get(ya), get(yb)) << "call " << i;
+    if (!dev.is_null()) {
+      ASSERT_EQ(get(ya), get(yb)) << "call " << i;
+    }
   }
   EXPECT_EQ(jit.unit_for(d.bind(0), k.bind(3)), unit);
 }
