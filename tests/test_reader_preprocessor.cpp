@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -291,6 +293,37 @@ TEST(ReaderPreprocessor, AssumptionsAreConfirmedByTheDriver) {
   Program again = dev.compile(tag + kRealT);
   EXPECT_EQ(encore::testing::cl_metadata_builds.load(), before + 1);
   EXPECT_EQ(again.kernel("scale").params()[0].pointee, DType::f32);
+}
+
+// Headers are read where they are included, with the macros defined so far; an include guard and
+// a second #include of the same file are followed as the compiler follows them.
+TEST(ReaderPreprocessor, HeadersInPlace) {
+  encore_test::ScopedCacheDir dir;
+  const std::filesystem::path d(dir.path());
+  std::filesystem::create_directories(d / "sub");
+  auto write = [](const std::filesystem::path& p, const std::string& text) {
+    std::FILE* f = std::fopen(p.string().c_str(), "w");
+    ASSERT_TRUE(f);
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+  };
+  write(d / "types.h", "#ifndef TYPES_H\n#define TYPES_H\n#ifdef WIDE\ntypedef double real;\n#else\ntypedef float real;\n#endif\n"
+                       "#include \"sub/idx.h\"\n#endif\n");
+  write(d / "sub" / "idx.h", "typedef IDX_T idx_t;\n");
+  const std::string src = "// " + encore_test::unique_token() + "\n#define IDX_T long int\n#include \"types.h\"\n#include <types.h>\n"
+                          "#undef IDX_T\n__kernel void hk(__global real* x, __global idx_t* i) {}\n";
+  std::vector<std::string> ids{"NULL"};
+  for (const auto& id : encore_test::cl_device_ids()) ids.push_back(id);
+  for (const std::string& id : ids) {
+    SCOPED_TRACE(id);
+    Device dev = Device::open(id);
+    Program narrow = dev.compile(src, "-I" + dir.path());
+    EXPECT_EQ(narrow.kernel("hk").params()[0].pointee, DType::f32);
+    EXPECT_EQ(narrow.kernel("hk").params()[1].pointee, DType::i64);
+    if (dev.supports(DType::f64)) {
+      EXPECT_EQ(dev.compile(src, "-DWIDE -I " + dir.path()).kernel("hk").params()[0].pointee, DType::f64);
+    }
+  }
 }
 
 // ---- differential test against the driver ----
