@@ -137,7 +137,7 @@ __kernel void al(__global real* a, __global real_t* b, __global const index_t* c
 TEST_P(Types, UnresolvedAliasesAreNotCheckedAndLogged) {
   encore_test::LogCapture logs;
   Program p = dev.compile("// " + encore_test::unique_token() + R"CL(
-#ifdef USE_DOUBLE
+#ifdef __FAST_RELAXED_MATH__
 typedef double real;
 #else
 typedef float real;

@@ -98,8 +98,12 @@ Program Device::compile(const std::string& source, const std::string& options) c
   if (!p->backend) {
     // parameter types from the source: OpenCL then builds without -cl-kernel-arg-info (slower code
     // on PoCL); what the reader cannot follow the OpenCL backend asks the driver about instead
-    detail::SignatureRead read = detail::read_signatures(source, inc.texts, options);
-    if (!read.ok()) {
+    detail::SignatureRead read = detail::read_signatures(source, inc.texts, options, &inc.edges);
+    if (!read.ok() && d.is_null() && !read.unchecked.empty()) {
+      detail::log(LogLevel::info, "NULL device: " + read.unreadable + "; such types are not checked (the NULL device has no compiler to ask)");
+      read.kernels = std::move(read.unchecked);
+      read.unreadable.clear();
+    } else if (!read.ok()) {
       if (d.is_null()) throw CompileError("NULL device: " + read.unreadable + " (the NULL device has no compiler to ask)", "");
       detail::log(LogLevel::info, read.unreadable + "; its parameter types come from a separate metadata build");
     } else if (d.is_null() && read.kernels.empty() && source.find("kernel") == std::string::npos) {
@@ -112,9 +116,7 @@ Program Device::compile(const std::string& source, const std::string& options) c
   }
   // one place for both backends and for binaries from the disk cache: every launch checks buffers
   // against these (src/exec/eager.cpp)
-  std::vector<std::string> texts{source};
-  texts.insert(texts.end(), inc.texts.begin(), inc.texts.end());
-  for (const std::string& note : detail::resolve_pointees(p->kernels, texts, options)) detail::log(LogLevel::info, note);
+  for (const std::string& note : detail::resolve_pointees(p->kernels, source, inc.texts, options, &inc.edges)) detail::log(LogLevel::info, note);
   std::erase_if(d.programs, [](const auto& kv) { return kv.second.expired(); });
   if (inc.resolved) d.programs[std::move(key)] = p;
   return Program(p);

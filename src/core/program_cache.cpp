@@ -131,8 +131,9 @@ Includes read_includes(const std::string& source, const std::string& options) {
     std::string text;
     fs::path dir;
     std::string from;
+    size_t index = 0;  // 0: the source, i + 1: texts[i]
   };
-  std::vector<Pending> todo{{source, fs::path(), "the source"}};
+  std::vector<Pending> todo{{source, fs::path(), "the source", 0}};
   while (!todo.empty() && r.resolved) {
     Pending cur = std::move(todo.back());
     todo.pop_back();
@@ -162,7 +163,12 @@ Includes read_includes(const std::string& source, const std::string& options) {
         r.why = where + " was not found in the working directory or the -I directories";
         return r;
       }
-      if (std::find(seen.begin(), seen.end(), hit.string()) != seen.end()) continue;  // include guards: its bytes are in already
+      const std::string spelled = d.quoted ? "\"" + d.name + "\"" : "<" + d.name + ">";
+      if (auto at = std::find(seen.begin(), seen.end(), hit.string()); at != seen.end()) {  // include guards: its bytes are in already
+        r.edges[{cur.index, spelled}] = static_cast<size_t>(at - seen.begin());
+        continue;
+      }
+      r.edges[{cur.index, spelled}] = seen.size();
       std::ifstream f(hit, std::ios::binary);
       std::stringstream ss;
       ss << f.rdbuf();
@@ -175,7 +181,7 @@ Includes read_includes(const std::string& source, const std::string& options) {
       std::string text = ss.str();
       r.contents += std::to_string(text.size()) + ':' + text;  // length-prefixed: no two file lists give one key
       r.texts.push_back(text);
-      found.push_back({std::move(text), hit.parent_path(), hit.string()});
+      found.push_back({std::move(text), hit.parent_path(), hit.string(), seen.size()});
       if (seen.size() > 4096) {
         r.resolved = false;
         r.why = "more than 4096 included files";

@@ -25,7 +25,8 @@ struct Includes {
   bool resolved = true;  // false: an include was not found or is computed by a macro (`why` says which)
   std::string why;
   std::string contents;            // every file's bytes in first-include order, each once: the cache key's part
-  std::vector<std::string> texts;  // the same files' texts, for the alias scan (resolve_pointees)
+  std::vector<std::string> texts;  // the same files' texts, for the kernel reader
+  IncludeMap edges;                // which directive of which file names which text (the reader's preprocessor)
 };
 Includes read_includes(const std::string& source, const std::string& options);
 std::string cache_path(const std::string& dir, const std::string& key_text);

@@ -1,13 +1,16 @@
-// Reads the parameter lists of the __kernel functions in OpenCL C source (see signature_parser.hpp):
-// address-space and type qualifiers, pointers, attributes, comments, typedefs and simple type
-// macros. What it cannot follow (other macros, unknown types, directives inside a signature, two
-// kernels of one name from #if branches) makes the program unreadable instead of a guess.
+// Reads the parameter lists of the __kernel functions in OpenCL C source (see signature_parser.hpp)
+// from the program the compiler sees (core/preprocessor.hpp): address-space and type qualifiers,
+// pointers, attributes, typedefs and structs. What it cannot follow (a function-like macro or an
+// undecided #if in a signature, unknown types, two kernels of one name) makes the program
+// unreadable instead of a guess.
 #include "core/signature_parser.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <optional>
 
+#include "core/preprocessor.hpp"
 #include "encore/error.hpp"
 
 namespace encore::detail {
@@ -25,57 +28,6 @@ std::optional<DType> scalar_dtype_of(const std::string& t) {
 }
 
 namespace {
-
-// Marks where a preprocessor line was, so a directive inside a parameter list is seen.
-constexpr char kDirective = '\x01';
-
-// Comments become blanks; preprocessor lines (with their continuations) become kDirective, or are
-// kept (`keep_directives`, each on one line with its continuations joined) for the alias scan.
-std::string strip_comments(const std::string& s, bool keep_directives = false) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (keep_directives && s[i] == '\\' && i + 1 < s.size() && s[i + 1] == '\n') {
-      ++i;
-      out += ' ';
-      continue;
-    }
-    if (s[i] == '/' && i + 1 < s.size() && s[i + 1] == '/') {
-      while (i < s.size() && s[i] != '\n') ++i;
-      out += '\n';
-    } else if (s[i] == '/' && i + 1 < s.size() && s[i + 1] == '*') {
-      size_t e = s.find("*/", i + 2);
-      i = e == std::string::npos ? s.size() : e + 1;
-      out += ' ';
-    } else if (s[i] == '#' && !keep_directives) {  // preprocessor line
-      while (i < s.size() && !(s[i] == '\n' && s[i - 1] != '\\')) ++i;
-      out += kDirective;
-      out += '\n';
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
-
-std::vector<std::string> tokenize(const std::string& s) {
-  std::vector<std::string> t;
-  for (size_t i = 0; i < s.size();) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (std::isspace(c)) {
-      ++i;
-    } else if (std::isalnum(c) || c == '_') {
-      size_t j = i;
-      while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_')) ++j;
-      t.push_back(s.substr(i, j - i));
-      i = j;
-    } else {
-      t.push_back(std::string(1, s[i]));
-      ++i;
-    }
-  }
-  return t;
-}
 
 bool is_ident(const std::string& w) { return !w.empty() && (std::isalpha(static_cast<unsigned char>(w[0])) || w[0] == '_'); }
 bool is_number(const std::string& w) {
@@ -97,20 +49,25 @@ size_t skip_attribute(const std::vector<std::string>& t, size_t i) {
   return i;
 }
 
-// The words of a type spelled as OpenCL's CL_KERNEL_ARG_TYPE_NAME does ("unsigned int" -> "uint"),
-// so both devices report the same params and aliases resolve to the same names.
+// The words of a type spelled as OpenCL's CL_KERNEL_ARG_TYPE_NAME does ("unsigned long int" ->
+// "ulong", "int unsigned" -> "uint"), so both devices report the same params and aliases resolve to
+// the same names. OpenCL's long is 64 bits; "long long" is reserved and stays as written (unknown).
 std::string canonical_type(const std::vector<std::string>& words) {
   std::string t;
-  for (const std::string& w : words)
-    if (w != "const" && w != "volatile") t += (t.empty() ? "" : " ") + w;
-  static const std::pair<const char*, const char*> canon[] = {
-      {"unsigned", "uint"},          {"unsigned int", "uint"},   {"unsigned char", "uchar"},
-      {"unsigned short", "ushort"},  {"unsigned long", "ulong"}, {"signed char", "char"},
-      {"signed int", "int"},         {"signed", "int"},          {"signed short", "short"},
-      {"signed long", "long"}};
-  for (auto& [from, to] : canon)
-    if (t == from) return to;
-  return t;
+  int n[6] = {};  // signed, unsigned, char, short, int, long
+  static const char* const ints[] = {"signed", "unsigned", "char", "short", "int", "long"};
+  bool integer = true;
+  for (const std::string& w : words) {
+    if (w == "const" || w == "volatile") continue;
+    t += (t.empty() ? "" : " ") + w;
+    const auto k = std::find(std::begin(ints), std::end(ints), w) - std::begin(ints);
+    if (k < 6) ++n[k];
+    else integer = false;
+  }
+  const int sizes = n[2] + n[3] + (n[5] ? 1 : 0);
+  if (!integer || t.empty() || n[0] + n[1] > 1 || n[2] > 1 || n[3] > 1 || n[4] > 1 || n[5] > 1 || sizes > 1 || (n[2] && n[4])) return t;
+  const char* kind = n[2] ? "char" : n[3] ? "short" : n[5] ? "long" : "int";
+  return (n[1] ? "u" : "") + std::string(kind);
 }
 
 // "float4" -> (f32, 4 lanes); a 3-vector takes 4 lanes, as OpenCL lays it out.
@@ -138,9 +95,10 @@ struct Decls {
   // Struct bodies by "struct T" or typedef name; nullopt when its layout is not plain (attributes,
   // declared twice).
   std::map<std::string, std::optional<std::vector<std::string>>> structs;
-  // Object-like macros: name -> the identifiers it expands to, or nullopt when it is anything else
-  // (function-like, numbers, operators, defined twice differently).
-  std::map<std::string, std::optional<std::vector<std::string>>> macros;
+  // A pointee type name the program does not declare is taken as a name (unchecked): for the NULL
+  // device, which has no driver to ask, where a group under an undecided #if may declare it. (Not
+  // for by-value parameters: such a name may be a pointer typedef.)
+  bool lenient = false;
 };
 
 // A name declared twice differently means "" (unchecked), or "*" when either is a pointer: a
@@ -153,11 +111,6 @@ void add_alias(Decls& d, const std::string& name, const std::string& meaning) {
 void add_struct(Decls& d, const std::string& key, std::optional<std::vector<std::string>> body) {
   auto [it, fresh] = d.structs.emplace(key, body);
   if (!fresh && it->second != body) it->second.reset();
-}
-
-void add_macro(Decls& d, const std::string& name, std::optional<std::vector<std::string>> words) {
-  auto [it, fresh] = d.macros.emplace(name, words);
-  if (!fresh && it->second != words) it->second.reset();
 }
 
 // The tokens of the braces starting at t[open] ("{"), without them; `end` gets the index after "}".
@@ -182,6 +135,11 @@ void scan_typedef(const std::vector<std::string>& d, Decls& decls) {
   size_t body_at = 0;
   for (size_t i = 0; i < d.size(); ++i) {
     const std::string& w = d[i];
+    if (depth == 0 && is_unknown(w)) {  // an undecided #if or a function-like macro: even whether it is a pointer is unknown
+      for (size_t j = d.size(); j-- > i;)
+        if (is_ident(d[j])) return add_alias(decls, d[j], "*");
+      return;
+    }
     if (depth == 0) {
       if (w == ",") return;  // several declarators: not read, so never checked
       if (w == "(" && (i == 0 || d[i - 1] != "__attribute__")) return;  // a function type
@@ -213,33 +171,9 @@ void scan_typedef(const std::vector<std::string>& d, Decls& decls) {
   }
 }
 
-// `#define NAME ...`: a macro; when it is made of at most three identifiers (a type), also an alias.
-void scan_define(const std::string& line, Decls& d) {
-  std::vector<std::string> t = tokenize(line);
-  if (t.size() < 3 || t[0] != "#" || t[1] != "define" || !is_ident(t[2])) return;
-  const size_t at = line.find(t[2], line.find("define") + 6) + t[2].size();
-  if (at < line.size() && line[at] == '(') return add_macro(d, t[2], std::nullopt);  // function-like
-  std::vector<std::string> words(t.begin() + 3, t.end());
-  bool idents = words.size() <= 3;
-  for (const std::string& w : words) idents = idents && is_ident(w);
-  if (!idents) return add_macro(d, t[2], std::nullopt);
-  add_macro(d, t[2], words);
-  if (!words.empty()) add_alias(d, t[2], canonical_type(words));
-}
-
-void scan_decls(const std::string& text, Decls& d) {
-  const std::string s = strip_comments(text, true);
-  std::string code;
-  for (size_t i = 0; i < s.size();) {
-    size_t e = s.find('\n', i);
-    if (e == std::string::npos) e = s.size();
-    std::string line = s.substr(i, e - i);
-    size_t f = line.find_first_not_of(" \t");
-    if (f != std::string::npos && line[f] == '#') scan_define(line.substr(f), d);
-    else code += line + '\n';
-    i = e + 1;
-  }
-  std::vector<std::string> t = tokenize(code);
+// The typedefs and structs of the preprocessed program.
+Decls scan_decls(const std::vector<std::string>& t) {
+  Decls d;
   for (size_t i = 0; i < t.size(); ++i) {
     if (t[i] == "struct" && i + 2 < t.size() && is_ident(t[i + 1]) && t[i + 2] == "{") {  // struct T { ... }
       size_t end = 0;
@@ -256,57 +190,7 @@ void scan_decls(const std::string& text, Decls& d) {
     }
     if (j > i + 1) scan_typedef(std::vector<std::string>(t.begin() + static_cast<long>(i) + 1, t.begin() + static_cast<long>(j)), d);
   }
-}
-
-// -D options: "-DNAME=words" or "-D NAME=words" ("-DNAME" alone is 1).
-void scan_options(const std::string& options, Decls& d) {
-  std::vector<std::string> words;
-  for (size_t i = 0; i < options.size();) {
-    size_t e = options.find_first_of(" \t", i);
-    if (e == std::string::npos) e = options.size();
-    if (e > i) words.push_back(options.substr(i, e - i));
-    i = e + 1;
-  }
-  for (size_t i = 0; i < words.size(); ++i) {
-    std::string def;
-    if (words[i] == "-D" && i + 1 < words.size()) def = words[++i];
-    else if (words[i].rfind("-D", 0) == 0) def = words[i].substr(2);
-    else continue;
-    const size_t eq = def.find('=');
-    scan_define("#define " + (eq == std::string::npos ? def + " 1" : def.substr(0, eq) + " " + def.substr(eq + 1)), d);
-  }
-}
-
-Decls scan_all(std::span<const std::string> texts, const std::string& options) {
-  Decls d;
-  scan_options(options, d);
-  for (const std::string& t : texts) scan_decls(t, d);
   return d;
-}
-
-// Replaces the type macros in `toks` by their words; false (with `why`) at a macro it cannot expand.
-bool expand_macros(std::vector<std::string>& toks, const Decls& d, std::string& why) {
-  for (int round = 0; round < 16; ++round) {
-    bool changed = false;
-    std::vector<std::string> out;
-    for (const std::string& w : toks) {
-      auto it = d.macros.find(w);
-      if (it == d.macros.end()) {
-        out.push_back(w);
-        continue;
-      }
-      if (!it->second) {
-        why = "it uses the macro " + w;
-        return false;
-      }
-      out.insert(out.end(), it->second->begin(), it->second->end());
-      changed = true;
-    }
-    toks = std::move(out);
-    if (!changed) return true;
-  }
-  why = "its macros expand into each other too deeply";
-  return false;
 }
 
 // Whether the type words of a parameter (name removed) are a type the reader knows.
@@ -347,8 +231,7 @@ bool known_type(const std::vector<std::string>& words, const Decls& d, std::stri
 }
 
 // One parameter; nullopt (with `why`) when it cannot be read.
-std::optional<KernelParam> parse_param(std::vector<std::string> toks, const Decls& d, std::string& why) {
-  if (!expand_macros(toks, d, why)) return std::nullopt;
+std::optional<KernelParam> parse_param(const std::vector<std::string>& toks, const Decls& d, std::string& why) {
   KernelParam p;
   std::vector<std::string> base;
   bool star = false, const_before_star = false;
@@ -373,9 +256,11 @@ std::optional<KernelParam> parse_param(std::vector<std::string> toks, const Decl
       star = true;
     } else if (is_ident(w)) {
       base.push_back(w);
+    } else if (is_unknown(w)) {
+      why = "a parameter depends on " + w.substr(1);
+      return std::nullopt;
     } else {
-      why = std::string("a parameter holds \"") + (w[0] == kDirective ? "#" : w) + "\"" +
-            (w[0] == kDirective ? " (a preprocessor directive inside the parameter list)" : "");
+      why = "a parameter holds \"" + w + "\"";
       return std::nullopt;
     }
   }
@@ -385,7 +270,7 @@ std::optional<KernelParam> parse_param(std::vector<std::string> toks, const Decl
   }
   p.name = base.back();
   base.pop_back();
-  if (!known_type(base, d, why)) return std::nullopt;
+  if (!known_type(base, d, why) && !(d.lenient && star && base.size() == 1)) return std::nullopt;
   p.type_name = canonical_type(base);
   p.is_pointer = star;
   if (star) {
@@ -419,8 +304,6 @@ std::optional<Layout> struct_layout(const std::vector<std::string>& body, const 
   Layout s;
   std::vector<std::string> member;
   auto add_member = [&]() -> bool {
-    std::string why;
-    if (!expand_macros(member, d, why)) return false;
     // type words, then declarators "name [N]..." separated by commas: the first declarator is the
     // first identifier followed by "[", "," or the end
     size_t i = 0;
@@ -449,7 +332,7 @@ std::optional<Layout> struct_layout(const std::vector<std::string>& body, const 
     return true;
   };
   for (const std::string& w : body) {
-    if (w == "*" || w == ":" || w == "(" || w == "{" || w == "__attribute__" || w == "#" || w[0] == kDirective) return std::nullopt;
+    if (w == "*" || w == ":" || w == "(" || w == "{" || w == "__attribute__" || w == "#" || is_unknown(w)) return std::nullopt;
     if (w == ";") {
       if (!add_member()) return std::nullopt;
       member.clear();
@@ -493,13 +376,78 @@ Pointee classify(const std::string& t, const Decls& d, int depth, DType& dtype, 
   return Pointee::unknown;
 }
 
+// The kernels in the preprocessed program `t`.
+SignatureRead read_tokens(const std::vector<std::string>& t, const Decls& decls) {
+  SignatureRead r;
+  auto fail = [&](const std::string& kernel, const std::string& why) {
+    r.unreadable = "the signature of kernel " + kernel + " cannot be read from the source: " + why;
+    r.kernels.clear();
+    return r;
+  };
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i] != "__kernel" && t[i] != "kernel") continue;
+    const size_t attrs = i + 1;
+    size_t j = attrs;
+    while (j < t.size() && t[j] == "__attribute__") j = skip_attribute(t, j);
+    if (j >= t.size() || t[j] != "void") continue;
+    ++j;
+    while (j < t.size() && t[j] == "__attribute__") j = skip_attribute(t, j);
+    if (j + 1 >= t.size() || t[j + 1] != "(") continue;
+    if (is_unknown(t[j])) return fail("?", "its name comes from " + t[j].substr(1));
+    KernelSignature sig;
+    sig.name = t[j];
+    sig.reqd_work_group_size = reqd_size(t, attrs, j);
+    for (const KernelSignature& k : r.kernels)
+      if (k.name == sig.name) return fail(sig.name, "it is defined twice");
+    j += 2;
+    std::vector<std::string> cur;
+    int depth = 0;
+    std::string why;
+    for (; j < t.size(); ++j) {
+      if (t[j] == "(") ++depth;
+      if (t[j] == ")" && depth-- == 0) break;
+      if (t[j] == "," && depth == 0) {
+        auto p = parse_param(cur, decls, why);
+        if (!p) return fail(sig.name, why);
+        sig.params.push_back(std::move(*p));
+        cur.clear();
+      } else {
+        cur.push_back(t[j]);
+      }
+    }
+    if (j >= t.size()) return fail(sig.name, "its parameter list does not end");
+    if (!cur.empty() && !(cur.size() == 1 && cur[0] == "void")) {
+      auto p = parse_param(cur, decls, why);
+      if (!p) return fail(sig.name, why);
+      sig.params.push_back(std::move(*p));
+    }
+    r.kernels.push_back(std::move(sig));
+    i = j;
+  }
+  return r;
+}
+
 }  // namespace
 
-std::vector<std::string> resolve_pointees(std::vector<KernelSignature>& sigs, std::span<const std::string> texts, const std::string& options) {
+std::vector<std::string> resolve_pointees(std::vector<KernelSignature>& sigs, const std::string& source, std::span<const std::string> headers,
+                                          const std::string& options, const IncludeMap* includes) {
   std::vector<std::string> notes;
   std::optional<Decls> decls;  // only programs with pointer or non-scalar parameters pay for the scan
   auto scanned = [&]() -> const Decls& {
-    if (!decls) decls = scan_all(texts, options);
+    if (decls) return *decls;
+    decls.emplace();  // nothing the program declares resolves unless the reader saw the program as the driver did
+    const Preprocessed pp = preprocess(source, headers, includes, options);
+    if (!pp.undecidable.empty()) return *decls;
+    Decls d = scan_decls(pp.tokens);
+    const SignatureRead own = read_tokens(pp.tokens, d);
+    bool agree = true;
+    for (const KernelSignature& sig : sigs)
+      for (const KernelSignature& k : own.kernels)
+        if (k.name == sig.name) {
+          agree = agree && k.params.size() == sig.params.size();
+          for (size_t i = 0; agree && i < k.params.size(); ++i) agree = k.params[i].type_name == sig.params[i].type_name;
+        }
+    if (agree) decls = std::move(d);
     return *decls;
   };
   for (KernelSignature& sig : sigs)
@@ -537,56 +485,28 @@ std::vector<std::string> resolve_pointees(std::vector<KernelSignature>& sigs, st
   return notes;
 }
 
-SignatureRead read_signatures(const std::string& source, std::span<const std::string> headers, const std::string& options) {
-  std::vector<std::string> texts{source};
-  texts.insert(texts.end(), headers.begin(), headers.end());
-  const Decls decls = scan_all(texts, options);
-  std::vector<std::string> t = tokenize(strip_comments(source));
-  SignatureRead r;
-  auto fail = [&](const std::string& kernel, const std::string& why) {
-    r.unreadable = "the signature of kernel " + kernel + " cannot be read from the source: " + why;
-    r.kernels.clear();
+SignatureRead read_signatures(const std::string& source, std::span<const std::string> headers, const std::string& options,
+                              const IncludeMap* includes) {
+  const Preprocessed pp = preprocess(source, headers, includes, options);
+  if (!pp.undecidable.empty()) {
+    SignatureRead r;
+    r.unreadable = "the reader cannot follow the program's preprocessing: " + pp.undecidable;
     return r;
-  };
-  for (size_t i = 0; i < t.size(); ++i) {
-    if (t[i] != "__kernel" && t[i] != "kernel") continue;
-    const size_t attrs = i + 1;
-    size_t j = attrs;
-    while (j < t.size() && t[j] == "__attribute__") j = skip_attribute(t, j);
-    if (j >= t.size() || t[j] != "void") continue;
-    ++j;
-    while (j < t.size() && t[j] == "__attribute__") j = skip_attribute(t, j);
-    if (j + 1 >= t.size() || t[j + 1] != "(") continue;
-    KernelSignature sig;
-    sig.name = t[j];
-    sig.reqd_work_group_size = reqd_size(t, attrs, j);
-    if (decls.macros.count(sig.name)) return fail(sig.name, "its name is a macro");
-    for (const KernelSignature& k : r.kernels)
-      if (k.name == sig.name) return fail(sig.name, "it is defined twice (in #if branches?)");
-    j += 2;
-    std::vector<std::string> cur;
-    int depth = 0;
-    std::string why;
-    for (; j < t.size(); ++j) {
-      if (t[j] == "(") ++depth;
-      if (t[j] == ")" && depth-- == 0) break;
-      if (t[j] == "," && depth == 0) {
-        auto p = parse_param(cur, decls, why);
-        if (!p) return fail(sig.name, why);
-        sig.params.push_back(std::move(*p));
-        cur.clear();
-      } else {
-        cur.push_back(t[j]);
+  }
+  Decls decls = scan_decls(pp.tokens);
+  SignatureRead r = read_tokens(pp.tokens, decls);
+  if (!r.ok())  // what an undecided group holds may be what was missing
+    for (const std::string& t : pp.tokens)
+      if (is_unknown(t) && r.unreadable.find(t.substr(1)) == std::string::npos) {
+        r.unreadable += " (note: the reader skipped " + t.substr(1) + ")";
+        decls.lenient = true;
+        r.unchecked = read_tokens(pp.tokens, decls).kernels;
+        break;
       }
-    }
-    if (j >= t.size()) return fail(sig.name, "its parameter list does not end");
-    if (!cur.empty() && !(cur.size() == 1 && cur[0] == "void")) {
-      auto p = parse_param(cur, decls, why);
-      if (!p) return fail(sig.name, why);
-      sig.params.push_back(std::move(*p));
-    }
-    r.kernels.push_back(std::move(sig));
-    i = j;
+  if (r.ok() && !pp.assumed.empty()) {
+    std::string why = pp.assumed[0];
+    if (pp.assumed.size() > 1) why += " (and " + std::to_string(pp.assumed.size() - 1) + " more)";
+    for (KernelSignature& k : r.kernels) k.confirm = why;
   }
   return r;
 }
