@@ -36,6 +36,7 @@ export OCLGRIND_CHECK_API=1 OCLGRIND_DATA_RACES=1
 unset OCLGRIND_UNINITIALIZED POCL_DEVICES ENCORE_DEVICE
 export ENCORE_CACHE="$tmp/cache"
 export ENCORE_PROPERTY_SEEDS=${ENCORE_PROPERTY_SEEDS:-12}  # an interpreter: few seeds
+export ENCORE_FLOW_SEEDS=${ENCORE_FLOW_SEEDS:-12}
 
 # Tests that make a driver call fail on purpose (a build error, a bad argument the driver is the
 # one to refuse): Oclgrind's API check reports it, and only there is that expected.
