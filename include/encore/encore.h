@@ -45,7 +45,8 @@
  * runs a unit) is safe: that call finishes, later ones give ENCORE_ERROR_INVALID_HANDLE. Buffer
  * names may be set while other threads use the buffer. Otherwise one object may be used from
  * several threads as the C++ API allows (see the encore/ C++ headers): a unit or a capture by one
- * thread at a time, a jit from any thread (calls are serialised). A capture records the work of the
+ * thread at a time (a unit run, bound or freed while another thread runs, binds or frees it is
+ * ENCORE_ERROR_JIT), a jit from any thread (calls are serialised). A capture records the work of the
  * thread that began it.
  *
  * Re-entrancy: a callback runs inside the encore call that invokes it.
@@ -55,7 +56,7 @@
  *   middle of a step: it may enqueue native work on the queue it is given, query (get_info,
  *   counts, stats, *_native, event_done), wait for events, create and destroy handles and set
  *   buffer names. Every call that enqueues, records or runs work or changes a unit or jit
- *   (encore_launch*, encore_copy, encore_buffer_copyin/out, encore_enqueue_native,
+ *   (encore_launch*, encore_copy, encore_buffer_copyin/out, _write/_read, _fill, encore_enqueue_native,
  *   encore_capture_begin/_end/_destroy, encore_unit_run*, _bind_*, _free_intermediates,
  *   encore_jit_call, _reset) is refused with ENCORE_ERROR_JIT: that work would not be part of the
  *   step (a capture would record it besides the callback, and every replay would issue it again).
@@ -192,8 +193,9 @@ ENCORE_C_API encore_status encore_buffer_get_info(encore_buffer buf, encore_buff
 ENCORE_C_API encore_status encore_buffer_copyin(encore_buffer buf, const void* src, size_t nbytes);
 /* Device -> host; nbytes must equal the buffer's size. Waits for the work that writes the buffer. */
 ENCORE_C_API encore_status encore_buffer_copyout(encore_buffer buf, void* dst, size_t nbytes);
-/* Partial transfers: `count` elements from element `offset` on (any offset; they must fit).
- * Inside a capture a write is an upload item like a whole copyin. */
+/* Partial transfers: `count` elements from element `offset` on (any offset; they must fit, and count
+ * is at least 1: ENCORE_ERROR_INVALID_ARGUMENT otherwise). Inside a capture a write is an upload item
+ * like a whole copyin. Refused inside a native callback (ENCORE_ERROR_JIT), like copyin and copyout. */
 ENCORE_C_API encore_status encore_buffer_write(encore_buffer buf, size_t offset, const void* src, size_t count);
 ENCORE_C_API encore_status encore_buffer_read(encore_buffer buf, size_t offset, void* dst, size_t count);
 /* Sets every element of the buffer (a view: its elements) to one value: `value` points to one
@@ -284,7 +286,8 @@ typedef struct encore_arg {
     size_t local_bytes;
     struct {
       const void* data;
-      size_t size; /* checked against the parameter's size where its type tells (vectors, structs the source defines) */
+      size_t size; /* 1 to 65536, and the parameter's size where its type tells (scalars, vectors, structs the
+                      source defines): checked before any byte is read (ENCORE_ERROR_INVALID_ARGUMENT) */
     } bytes;
   } value;
 } encore_arg;

@@ -7,8 +7,10 @@
 //   encore::ExecutionUnit unit = cap.end();
 //   unit.bind_input(in, next_input).bind_var(0, 17)();   // hot path: by slot, no allocation
 // Threads: one unit is used by one thread at a time (binding and running change its state): guard
-// it, or give each thread its own. Different units replay concurrently, on one device too. A
-// Capture records only the work of the thread that made it.
+// it, or give each thread its own. A run, bind or free_intermediates while another thread runs,
+// binds or frees the same unit is refused with a JitError (never a silent mix of two threads'
+// bindings). Different units replay concurrently, on one device too. A Capture records only the
+// work of the thread that made it.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -138,7 +140,9 @@ class ENCORE_API ExecutionUnit {
 
   // Concatenation: pruning and planning are re-run over the whole.
   ExecutionUnit operator+(const ExecutionUnit& o) const;
-  // Releases the arena; the next run allocates it again.
+  // Releases the arena of temporaries; the next run allocates it again. A TinyJit's units share
+  // one arena per device: this drops this unit's hold on it, and the arena goes back to the device
+  // when no other unit of the jit is bound to it (call it on each, while no call of the jit runs).
   void free_intermediates();
   explicit operator bool() const { return impl_ != nullptr; }
 

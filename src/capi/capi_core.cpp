@@ -252,6 +252,10 @@ Size to_size(const encore_size& s, const char* what) {
 
 }  // namespace
 
+// The largest by-value argument encore_arg_bytes may give: OpenCL devices take a few KiB of
+// arguments in all (CL_DEVICE_MAX_PARAMETER_SIZE, at least 1024 bytes).
+constexpr size_t kMaxByValueBytes = 64 * 1024;
+
 Arg to_arg(const encore_arg& a, size_t i) {
   auto what = [&] { return "args[" + std::to_string(i) + "]"; };  // built only for a message
   auto buffer = [&](Access acc) {
@@ -279,7 +283,10 @@ Arg to_arg(const encore_arg& a, size_t i) {
     }
     case ENCORE_ARG_LOCAL_BYTES: return Arg(LocalMem{a.value.local_bytes});
     case ENCORE_ARG_BYTES:
-      if (a.value.bytes.size == 0) fail(ENCORE_ERROR_INVALID_ARGUMENT, what() + ".value.bytes.size: expected at least 1 byte, found 0");
+      // checked before a byte is read: a stale or garbage size would read past the caller's value
+      if (a.value.bytes.size == 0 || a.value.bytes.size > kMaxByValueBytes)
+        fail(ENCORE_ERROR_INVALID_ARGUMENT, what() + ".value.bytes.size: expected 1 to " + std::to_string(kMaxByValueBytes) +
+                                                " bytes (a by-value vector or struct), found " + std::to_string(a.value.bytes.size));
       need(a.value.bytes.data, (what() + ".value.bytes.data").c_str());
       return Arg(encore::bytes(a.value.bytes.data, a.value.bytes.size));
     default: break;
@@ -302,8 +309,25 @@ void check_dims(size_t dims) {
     fail(ENCORE_ERROR_INVALID_ARGUMENT, "dims: expected 1, 2 or 3 launch dimensions, found " + std::to_string(dims));
 }
 
-std::vector<Arg> to_args(const encore_arg* args, size_t num_args) {
+// A by-value argument's size against its parameter's, where the kernel's source tells it, before
+// its bytes are read: value.bytes.size is a field a caller may leave stale.
+void check_bytes_size(const Kernel& k, const encore_arg& a, size_t i) {
+  if (enum_bits(a.kind) != ENCORE_ARG_BYTES || i >= k.params().size()) return;
+  const KernelParam& p = k.params()[i];
+  const std::string where = "args[" + std::to_string(i) + "]: kernel " + k.name() + " argument " + std::to_string(i) + " (" +
+                            p.type_name + " " + p.name + ")";
+  if (p.is_pointer)
+    fail(ENCORE_ERROR_INVALID_ARGUMENT, where + ": expected a buffer (encore_arg_buffer), found encore_arg_bytes");
+  if (p.value_bytes && a.value.bytes.size != p.value_bytes)
+    fail(ENCORE_ERROR_INVALID_ARGUMENT,
+         where + ": expected " + std::to_string(p.value_bytes) + " bytes (sizeof(" + p.type_name + ") in OpenCL C" +
+             (!p.type_name.empty() && p.type_name.back() == '3' ? ", where a 3-vector takes the room of 4" : "") +
+             "), found value.bytes.size " + std::to_string(a.value.bytes.size) + " (checked before reading the bytes)");
+}
+
+std::vector<Arg> to_args(const Kernel& k, const encore_arg* args, size_t num_args) {
   if (num_args) need(args, "args (with num_args > 0)");
+  for (size_t i = 0; i < num_args; ++i) check_bytes_size(k, args[i], i);
   std::vector<Arg> v;
   v.reserve(num_args);
   for (size_t i = 0; i < num_args; ++i) v.push_back(to_arg(args[i], i));
@@ -317,7 +341,7 @@ void launch(encore_device dev, encore_kernel kernel, const Sizes& global, const 
   if (size_t n = k->kernel.params().size(); num_args > n)  // before sizing anything by it
     fail(ENCORE_ERROR_INVALID_ARGUMENT, "num_args: kernel " + k->kernel.name() + " takes " + std::to_string(n) + " arguments, found " +
                                             std::to_string(num_args));
-  d->dev.launch_args(k->kernel, global, local, to_args(args, num_args), str_or_empty(name));
+  d->dev.launch_args(k->kernel, global, local, to_args(k->kernel, args, num_args), str_or_empty(name));
 }
 
 }  // namespace
@@ -493,21 +517,24 @@ encore_status encore_buffer_copyout(encore_buffer buf, void* dst, size_t nbytes)
   });
 }
 
-// Elements [offset, offset + count) of `b` as a byte range; BadArgument when it does not fit.
-static std::pair<size_t, size_t> element_range(const Buffer& b, size_t offset, size_t count, const char* what) {
+// Elements [offset, offset + count) of `b` as a byte range; INVALID_ARGUMENT when it does not fit
+// (the message follows the function's name, which guard puts first).
+static std::pair<size_t, size_t> element_range(const Buffer& b, size_t offset, size_t count) {
   const size_t es = size(b.dtype());
   size_t off = 0, n = 0, end = 0;
   if (count == 0 || __builtin_mul_overflow(offset, es, &off) || __builtin_mul_overflow(count, es, &n) ||
       __builtin_add_overflow(off, n, &end) || end > b.nbytes())
-    throw ArgumentError(std::string(what) + ": elements [" + std::to_string(offset) + ", " + std::to_string(offset) + " + " +
-                        std::to_string(count) + ") do not fit in " + b.describe() + " (" + std::to_string(b.count()) + " elements)");
+    fail(ENCORE_ERROR_INVALID_ARGUMENT, "offset, count: elements [" + std::to_string(offset) + ", " + std::to_string(offset) + " + " +
+                                            std::to_string(count) + ") do not fit in " + b.describe() + " (" + std::to_string(b.count()) +
+                                            " elements)");
   return {off, n};
 }
 
 encore_status encore_buffer_write(encore_buffer buf, size_t offset, const void* src, size_t count) {
   return guard(__func__, [&] {
+    check_not_in_native("enqueue a write");
     auto b = get<BufferObj>(buf, "buf");
-    auto [off, n] = element_range(b->buf, offset, count, "encore_buffer_write");
+    auto [off, n] = element_range(b->buf, offset, count);
     need(src, "src");
     b->buf.copyin_bytes(src, n, off);
   });
@@ -515,8 +542,9 @@ encore_status encore_buffer_write(encore_buffer buf, size_t offset, const void* 
 
 encore_status encore_buffer_read(encore_buffer buf, size_t offset, void* dst, size_t count) {
   return guard(__func__, [&] {
+    check_not_in_native("enqueue a read");
     auto b = get<BufferObj>(buf, "buf");
-    auto [off, n] = element_range(b->buf, offset, count, "encore_buffer_read");
+    auto [off, n] = element_range(b->buf, offset, count);
     need(dst, "dst");
     b->buf.copyout_bytes(dst, n, off);
   });

@@ -263,22 +263,41 @@ std::vector<std::shared_ptr<DeviceImpl>> ClDevice::split(unsigned parts) {
 }
 
 
-std::vector<DeviceInfo> list_opencl() {
-  std::vector<DeviceInfo> out;
-  auto found = enumerate();
-  for (size_t i = 0; i < found.size(); ++i) out.push_back(read_info(found[i], static_cast<int>(i)));
-  return out;
+namespace {
+
+// The platforms and their devices, found once per process. PoCL's first enumeration (its device
+// initialisation inside clGetPlatformIDs / clGetDeviceIDs) is not thread-safe: threads listing or
+// opening devices at once before OpenCL was touched crashed inside it. So every path (Device::list,
+// Device::open, the "available" list of a failed open) reads this one enumeration, made by the
+// first of them while the others wait (a function-local static's initialisation). The OpenCL ICD
+// loader loads its platforms once, so a later enumeration would find the same devices.
+struct Enumeration {
+  std::vector<ClFound> found;
+  std::vector<DeviceInfo> info;  // per found device, ids CL:0, CL:1, ...
+};
+const Enumeration& enumeration() {
+  static const Enumeration* e = [] {
+    auto* x = new Enumeration;  // never destroyed: devices are opened until the process ends
+    x->found = enumerate();
+    for (size_t i = 0; i < x->found.size(); ++i) x->info.push_back(read_info(x->found[i], static_cast<int>(i)));
+    return x;
+  }();
+  return *e;
 }
 
+}  // namespace
+
+std::vector<DeviceInfo> list_opencl() { return enumeration().info; }
+
 std::shared_ptr<DeviceImpl> open_opencl(int index) {
-  auto found = enumerate();
-  if (index < 0 || static_cast<size_t>(index) >= found.size()) {
+  const Enumeration& e = enumeration();
+  if (index < 0 || static_cast<size_t>(index) >= e.found.size()) {
     std::string names = "NULL";
-    for (size_t i = 0; i < found.size(); ++i) names += ", CL:" + std::to_string(i) + " (" + device_str(found[i].device, CL_DEVICE_NAME) + ")";
-    throw DeviceError("no OpenCL device CL:" + std::to_string(index) + (found.empty() ? " (no OpenCL platform found)" : "") +
+    for (const DeviceInfo& i : e.info) names += ", " + i.id + " (" + i.name + ")";
+    throw DeviceError("no OpenCL device CL:" + std::to_string(index) + (e.found.empty() ? " (no OpenCL platform found)" : "") +
                       "; available: " + names);
   }
-  return std::make_shared<ClDevice>(found[static_cast<size_t>(index)], index);
+  return std::make_shared<ClDevice>(e.found[static_cast<size_t>(index)], index);
 }
 
 }  // namespace encore::detail

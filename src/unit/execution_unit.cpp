@@ -92,6 +92,22 @@ std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buf
 
 std::vector<Buffer> unit_state_storages(const ExecutionUnit& unit) { return UnitImpl::of(unit).plan.state_storages(); }
 
+void unit_in_use(const char* op, std::thread::id holder) {
+  if (holder == std::this_thread::get_id())
+    throw JitError(std::string("ExecutionUnit::") + op +
+                   " called from inside the same unit's replay (a native call of the unit calling back into it): a replay uses the "
+                   "unit's binding, arena and values until it returns. Call it after the run returns");
+  throw JitError(std::string("ExecutionUnit::") + op +
+                 ": another thread is replaying this unit, or binding or freeing it, right now. A unit is used by one thread at a "
+                 "time (a replay reads its bound inputs, variables and arena until it returns): give each thread its own unit "
+                 "(capture one per thread), or guard the unit with a lock; a TinyJit serialises its calls");
+}
+
+void check_not_replaying(const UnitImpl& u, const char* op) {
+  const std::thread::id holder = u.replaying_on.load(std::memory_order_relaxed);
+  if (holder != std::thread::id()) [[unlikely]] unit_in_use(op, holder);
+}
+
 }  // namespace detail
 
 ExecutionUnit::ExecutionUnit() = default;
@@ -119,6 +135,12 @@ static UnitImpl& need(const std::unique_ptr<UnitImpl>& u) {
   return *u;
 }
 
+static const Variable& variable_at(const UnitImpl& u, size_t slot) {
+  if (slot >= u.plan.vars.size())
+    throw JitError("variable slot " + std::to_string(slot) + " out of range (unit has " + std::to_string(u.plan.vars.size()) + ")");
+  return u.plan.vars[slot];
+}
+
 UnitImpl& UnitImpl::of(const ExecutionUnit& u) { return need(u.impl_); }
 ExecutionUnit detail::UnitAccess::wrap(std::unique_ptr<UnitImpl> p) {
   ExecutionUnit u;
@@ -141,12 +163,7 @@ const Buffer& ExecutionUnit::input(size_t slot) const {
   return impl_->inputs[slot];
 }
 size_t ExecutionUnit::num_variables() const { return need(impl_).plan.vars.size(); }
-const Variable& ExecutionUnit::variable(size_t slot) const {
-  UnitImpl& u = need(impl_);
-  if (slot >= u.plan.vars.size())
-    throw JitError("variable slot " + std::to_string(slot) + " out of range (unit has " + std::to_string(u.plan.vars.size()) + ")");
-  return u.plan.vars[slot];
-}
+const Variable& ExecutionUnit::variable(size_t slot) const { return variable_at(need(impl_), slot); }
 size_t ExecutionUnit::variable_slot(const Variable& v) const {
   UnitImpl& u = need(impl_);
   for (size_t i = 0; i < u.plan.vars.size(); ++i)
@@ -161,13 +178,15 @@ const std::vector<Buffer>& ExecutionUnit::outputs() const { return need(impl_).p
 bool ExecutionUnit::is_internal(const Buffer& b) const { return b && need(impl_).plan.is_internal(b.impl()->root()); }
 bool ExecutionUnit::is_fresh_output(const Buffer& b) const { return b && need(impl_).plan.is_fresh_output(b.impl()->root()); }
 
-ExecutionUnit& ExecutionUnit::bind_input(size_t slot, const Buffer& b) {
-  UnitImpl& u = need(impl_);
-  check_not_replaying(u, "bind_input");
+// The binding calls hold the unit (UnitMark) while they change it: a replay on another thread at the
+// same time would read inputs and kernel arguments half set.
+namespace {
+
+void bind_input_at(UnitImpl& u, size_t slot, const Buffer& b) {
   if (slot >= u.inputs.size())
     throw JitError("input slot " + std::to_string(slot) + " out of range: the capture has " + std::to_string(u.inputs.size()) + " inputs");
   if (!b) throw JitError("input " + std::to_string(slot) + ": null buffer");
-  if (b.impl() == u.inputs[slot].impl()) return *this;
+  if (b.impl() == u.inputs[slot].impl()) return;
   const Buffer& c = u.plan.inputs[slot];
   BufferImpl& bi = *b.impl();
   BufferImpl& ci = *c.impl();
@@ -180,47 +199,73 @@ ExecutionUnit& ExecutionUnit::bind_input(size_t slot, const Buffer& b) {
     u.slot_changed[slot] = 1;
     u.changed_slots.push_back(static_cast<uint32_t>(slot));  // reserved: no allocation once warm
   }
+}
+
+void bind_float_at(UnitImpl& u, size_t slot, double value);
+
+void bind_int_at(UnitImpl& u, size_t slot, int64_t value) {
+  const Variable& v = variable_at(u, slot);
+  if (v.is_float()) return bind_float_at(u, slot, static_cast<double>(value));
+  if (value < v.min() || value > v.max())
+    throw JitError("variable \"" + v.name() + "\" = " + std::to_string(value) + " is outside its bounds [" + std::to_string(v.min()) + ", " +
+                   std::to_string(v.max()) + "]");
+  if (u.vars[slot].i == value) return;
+  set_var(u, static_cast<uint32_t>(slot), {value, static_cast<double>(value)});
+}
+
+void bind_float_at(UnitImpl& u, size_t slot, double value) {
+  const Variable& v = variable_at(u, slot);
+  if (!v.is_float()) {
+    if (!(value >= -9.2e18 && value <= 9.2e18) || value != static_cast<double>(static_cast<int64_t>(value)))
+      throw JitError("variable \"" + v.name() + "\" is an integer variable; got " + std::to_string(value));
+    return bind_int_at(u, slot, static_cast<int64_t>(value));
+  }
+  if (!(value >= v.fmin() && value <= v.fmax())) throw JitError("variable \"" + v.name() + "\" = " + std::to_string(value) + " is outside its bounds");
+  if (u.vars[slot].f == value) return;
+  set_var(u, static_cast<uint32_t>(slot), {0, value});
+}
+
+void bind_at(UnitImpl& u, const ExecutionUnit& unit, const BoundVar& bv) {
+  const size_t slot = unit.variable_slot(bv.var);
+  if (bv.var.is_float()) bind_float_at(u, slot, bv.f);
+  else bind_int_at(u, slot, bv.i);
+}
+
+}  // namespace
+
+ExecutionUnit& ExecutionUnit::bind_input(size_t slot, const Buffer& b) {
+  UnitImpl& u = need(impl_);
+  UnitMark mark(u, "bind_input");
+  bind_input_at(u, slot, b);
   return *this;
 }
 
 ExecutionUnit& ExecutionUnit::bind_var(size_t slot, int64_t value) {
   UnitImpl& u = need(impl_);
-  check_not_replaying(u, "bind_var");
-  const Variable& v = variable(slot);
-  if (v.is_float()) return bind_var_f(slot, static_cast<double>(value));
-  if (value < v.min() || value > v.max())
-    throw JitError("variable \"" + v.name() + "\" = " + std::to_string(value) + " is outside its bounds [" + std::to_string(v.min()) + ", " +
-                   std::to_string(v.max()) + "]");
-  if (u.vars[slot].i == value) return *this;
-  set_var(u, static_cast<uint32_t>(slot), {value, static_cast<double>(value)});
+  UnitMark mark(u, "bind_var");
+  bind_int_at(u, slot, value);
   return *this;
 }
 
 ExecutionUnit& ExecutionUnit::bind_var_f(size_t slot, double value) {
   UnitImpl& u = need(impl_);
-  check_not_replaying(u, "bind_var_f");
-  const Variable& v = variable(slot);
-  if (!v.is_float()) {
-    if (!(value >= -9.2e18 && value <= 9.2e18) || value != static_cast<double>(static_cast<int64_t>(value)))
-      throw JitError("variable \"" + v.name() + "\" is an integer variable; got " + std::to_string(value));
-    return bind_var(slot, static_cast<int64_t>(value));
-  }
-  if (!(value >= v.fmin() && value <= v.fmax())) throw JitError("variable \"" + v.name() + "\" = " + std::to_string(value) + " is outside its bounds");
-  if (u.vars[slot].f == value) return *this;
-  set_var(u, static_cast<uint32_t>(slot), {0, value});
+  UnitMark mark(u, "bind_var_f");
+  bind_float_at(u, slot, value);
   return *this;
 }
 
 ExecutionUnit& ExecutionUnit::bind(const BoundVar& bv) {
-  size_t slot = variable_slot(bv.var);
-  return bv.var.is_float() ? bind_var_f(slot, bv.f) : bind_var(slot, bv.i);
+  UnitImpl& u = need(impl_);
+  UnitMark mark(u, "bind");
+  bind_at(u, *this, bv);
+  return *this;
 }
 
 size_t ExecutionUnit::num_host_inputs() const { return need(impl_).host_now.size(); }
 
 ExecutionUnit& ExecutionUnit::bind_host_input(size_t slot, const void* data, size_t bytes) {
   UnitImpl& u = need(impl_);
-  check_not_replaying(u, "bind_host_input");
+  UnitMark mark(u, "bind_host_input");
   if (slot >= u.host_now.size())
     throw JitError("host input slot " + std::to_string(slot) + " out of range: the capture has " + std::to_string(u.host_now.size()) +
                    " host inputs");
@@ -235,14 +280,15 @@ ExecutionUnit& ExecutionUnit::bind_host_input(size_t slot, const void* data, siz
 
 ExecutionUnit& ExecutionUnit::update(const std::map<Buffer, Buffer>& buffers, std::span<const BoundVar> var_vals) {
   UnitImpl& u = need(impl_);
+  UnitMark mark(u, "update");
   for (const auto& [from, to] : buffers) {
     size_t slot = SIZE_MAX;
     for (size_t s = 0; s < u.plan.inputs.size() && slot == SIZE_MAX; ++s)
       if (u.plan.inputs[s] == from) slot = s;
     if (slot == SIZE_MAX) throw JitError("update: " + from.describe() + " is not an input of this unit");
-    bind_input(slot, to);
+    bind_input_at(u, slot, to);
   }
-  for (const BoundVar& v : var_vals) bind(v);
+  for (const BoundVar& v : var_vals) bind_at(u, *this, v);
   return *this;
 }
 
@@ -322,14 +368,17 @@ ExecutionUnit ExecutionUnit::operator+(const ExecutionUnit& o) const {
   return r;
 }
 
+// A TinyJit's unit shares its arenas with the jit's other units (ArenaPool): dropping its binding
+// lets go of its hold, and the pool releases an arena when no unit is bound to it any more.
 void ExecutionUnit::free_intermediates() {
   UnitImpl& u = need(impl_);
-  check_not_replaying(u, "free_intermediates");
+  UnitMark mark(u, "free_intermediates");
   if (u.plan.opt.max_in_flight == 0)
     for (auto& d : u.plan.devices) d->finish();
   else
     u.wait_in_flight();
   u.bound.reset();
+  if (u.arena_pool) u.arena_pool->release_unused();
 }
 
 }  // namespace encore

@@ -361,6 +361,13 @@ std::string describe_signature(const std::vector<SigPart>& sig) {
 
 std::shared_ptr<ArenaPool> make_arena_pool() { return std::make_shared<ArenaPool>(); }
 
+// A bound unit holds its arena (and views of it) in its binding: an arena only the pool still holds
+// is bound to no unit, and goes back to its device's allocator. The units bound to none rebind
+// before their next run (bind_unit) and take a new one; the others keep theirs.
+void ArenaPool::release_unused() {
+  std::erase_if(arenas, [](const Buffer& a) { return a.shared_impl().use_count() == 1; });
+}
+
 void jit_note(bool warning, const std::string& line) {
   if (warning) log(LogLevel::warning, line);
   else if (debug_level() >= 1) log(LogLevel::info, line);

@@ -216,31 +216,13 @@ void UnitImpl::wait_in_flight() noexcept {
   in_flight_pos = 0;  // the next replay starts a group (its slot's staging copies are free)
 }
 
-// The thread replaying a unit, marked in the unit itself: a thread id read and compared, where a
-// chain of thread-local frames cost a __tls_get_addr per check in a shared library (five per
-// TinyJit call). Another thread's replay of the same unit at the same time is already misuse.
-namespace {
-[[noreturn]] void replaying_error(const char* op) {
-  throw JitError(std::string("ExecutionUnit::") + op +
-                 " called from inside the same unit's replay (a native call of the unit calling back into it): a replay uses the "
-                 "unit's binding, arena and values until it returns. Call it after the run returns");
-}
-struct ReplayMark {
-  UnitImpl& u;
-  ReplayMark(UnitImpl& x, std::thread::id me) noexcept : u(x) { u.replaying_on.store(me, std::memory_order_relaxed); }
-  ~ReplayMark() { u.replaying_on.store(std::thread::id(), std::memory_order_relaxed); }
-};
-}  // namespace
-
-void check_not_replaying(const UnitImpl& u, const char* op) {
-  if (u.replaying_on.load(std::memory_order_relaxed) == std::this_thread::get_id()) [[unlikely]] replaying_error(op);
-}
-
+// The thread replaying a unit, marked in the unit itself (UnitMark, unit.hpp): a thread id
+// compare-exchanged, where a chain of thread-local frames cost a __tls_get_addr per check in a
+// shared library (five per TinyJit call). Another thread replaying or binding the same unit at the
+// same time is refused there, and so is a native call of this replay calling back into it.
 void run_unit(UnitImpl& u, OwnedEvent* done) {
   static const bool debug = debug_level() >= 2;
-  const std::thread::id me = std::this_thread::get_id();
-  if (u.replaying_on.load(std::memory_order_relaxed) == me) [[unlikely]] replaying_error("run");
-  ReplayMark mark(u, me);
+  UnitMark mark(u, "run");
   if (u.bound && u.arena_pool && u.arena_gen != u.arena_pool->gen) {
     u.wait_in_flight();  // its replays still read the smaller arena
     u.bound.reset();

@@ -254,6 +254,9 @@ struct ArenaPool {
   std::vector<Buffer> arenas;
   uint64_t gen = 0;
   Buffer get(const std::shared_ptr<DeviceImpl>& dev, uint64_t bytes);
+  // Releases the arenas no unit is bound to any more (a unit's free_intermediates): the next unit to
+  // bind allocates one again.
+  void release_unused();
 };
 
 struct UnitImpl {
@@ -285,8 +288,9 @@ struct UnitImpl {
   // per device: its queue_waits_begun after the last replay's enqueues (DeviceImpl). A replay that
   // finds every device's queue_waits_done above it starts the ring afresh: nothing is in flight
   std::vector<uint64_t> queue_waits_seen;
-  // the thread inside run_unit (none: a default id): the unit's own calls from a native item of its
-  // replay are refused (check_not_replaying)
+  // the thread using the unit now (none: a default id): inside run_unit, or inside a call that binds
+  // or frees it. Taken by one compare-exchange (UnitMark), so a second thread is refused, and so are
+  // the unit's own calls from a native item of its replay
   std::atomic<std::thread::id> replaying_on{};
   std::shared_ptr<ArenaPool> arena_pool; // a TinyJit's shared arenas (null: arenas of its own)
   std::vector<Device> device_handles;    // plan.devices as public handles (ExecutionUnit::devices)
@@ -321,9 +325,27 @@ void check_inputs(UnitImpl& u);
 // Replays once. `done` given ([device]): set to the replay's completion on each device (its last
 // kernel's own event, or a marker; null on NULL), whatever its place in its group.
 void run_unit(UnitImpl& u, OwnedEvent* done = nullptr);
-// JitError when u is replaying on this thread (a native call inside it calls back into it): a
-// replay reads its binding, arena and variables throughout, so `op` cannot change them meanwhile.
+// JitError when u is in use (UnitMark), by this thread (a native call inside its replay calls back
+// into it) or by another: a replay reads its binding, arena and variables throughout, so `op`
+// cannot change them meanwhile.
 void check_not_replaying(const UnitImpl& u, const char* op);
+[[noreturn]] void unit_in_use(const char* op, std::thread::id holder);
+
+// One thread's use of a unit, for the length of a replay or of a call that binds or frees it: one
+// compare-exchange on replaying_on takes it (of two threads entering at once, one is refused with
+// a JitError), a release store gives it back. No lock, no allocation: what a replay adds to its cost.
+struct UnitMark {
+  UnitImpl& u;
+  UnitMark(UnitImpl& x, const char* op) : u(x) {
+    std::thread::id none{};
+    if (!u.replaying_on.compare_exchange_strong(none, std::this_thread::get_id(), std::memory_order_acquire,
+                                                std::memory_order_relaxed)) [[unlikely]]
+      unit_in_use(op, none);
+  }
+  ~UnitMark() { u.replaying_on.store(std::thread::id(), std::memory_order_release); }
+  UnitMark(const UnitMark&) = delete;
+  UnitMark& operator=(const UnitMark&) = delete;
+};
 
 // Verify mode's query: storages the unit touches that outlive a call and are not inputs.
 std::vector<Buffer> unit_state_storages(const ExecutionUnit& unit);
