@@ -362,8 +362,7 @@ std::string describe_signature(const std::vector<SigPart>& sig) {
 std::shared_ptr<ArenaPool> make_arena_pool() { return std::make_shared<ArenaPool>(); }
 
 void jit_note(bool warning, const std::string& line) {
-  if (warning) log(LogLevel::warning, line);
-  else if (debug_level() >= 1) log(LogLevel::info, line);
+  log(warning ? LogLevel::warning : LogLevel::info, line);
 }
 
 JitLockGuard::JitLockGuard(JitLock& l, const char* op) : l_(l) {
