@@ -62,7 +62,9 @@ TEST(CWords, EveryPhraseStillOccursInTheSources) {
     // the literal parts around a dtype: the source builds the message around the name
     const std::string head = cxx.substr(0, t), tail = t == std::string::npos ? "" : cxx.substr(t + 3);
     EXPECT_NE(src.find(head), std::string::npos) << "no message in src/ says \"" << head << "\" any more: update c_words.cpp";
-    if (tail.size() > 1) EXPECT_NE(src.find(tail), std::string::npos) << "no message in src/ says \"" << tail << "\"";
+    if (tail.size() > 1) {
+      EXPECT_NE(src.find(tail), std::string::npos) << "no message in src/ says \"" << tail << "\"";
+    }
   }
 }
 

@@ -48,7 +48,9 @@ TEST_P(CopyoutAsync, DestroyingTheEventFirstWaitsForTheRead) {
       for (int i = 0; i < 4; ++i) e.dev.launch(e.addk, {n}, {}, x, 1);  // some work ahead of the read
       encore::Event ev = x.copyout_async(std::span<float>(*host));
       x = Buffer();                          // the handle goes first: the read keeps the storage
-      if (ev) EXPECT_FALSE(storage.expired()) << "a read in flight keeps the storage";
+      if (ev) {
+        EXPECT_FALSE(storage.expired()) << "a read in flight keeps the storage";
+      }
     }                                        // the event goes: waits for the read
     EXPECT_TRUE(storage.expired()) << "nothing holds the storage once the read is over";
     EXPECT_EQ((*host)[n - 1], static_cast<float>(n - 1 + round) + (e.dev.is_null() ? 0.f : 4.f));

@@ -67,11 +67,11 @@ constexpr CPhrase kPhrases[] = {
     {"encore::opencl::adopt: ", ""},
     {"encore::opencl::enqueue_native: ", ""},
     {"encore::opencl::native: ", ""},
+    {"encore::opencl::", ""},  // the other interop names (context, queue, ...) lead their messages too
     {"UnitOptions::max_in_flight", "encore_unit_options.max_in_flight"},
     {"ExecutionUnit::", "encore_unit_"},
     // the general forms, for a phrase the rows above do not name
     {"JitOptions::capture.", "encore_jit_options."},
-    {"JitOptions::unit.", "encore_jit_options."},
     {"JitOptions::", "encore_jit_options."},
     {"CaptureOptions::", "encore_unit_options."},
     {"DType::{t}", "ENCORE_{t}"},

@@ -41,7 +41,7 @@ static int run_on(const char* name, encore_device dev, encore_program prog) {
   encore_buffer x = NULL, small = NULL;
   encore_event ev = NULL;
   encore_jit jit = NULL;
-  int i, ok = 1, done = 0, dropped = -1, is_null = strcmp(name, "NULL") == 0;
+  int i, ok = 1, done = 0, dropped = -1, is_null = name && strcmp(name, "NULL") == 0;
   uint64_t calls = 0;
   c.dev = dev;
   REQUIRE_OK(encore_kernel_create(prog, "inc", &c.inc));
