@@ -35,6 +35,15 @@ static encore_status step(void* userdata, const encore_buffer* in, size_t nin, c
   return launch_inc((Ctx*)userdata, in[0], info.count);
 }
 
+/* A step that drops a unit of its own jit: refused (the jit is running it). */
+static encore_jit self_jit;
+static encore_status self_drop_status;
+static encore_status dropping_step(void* userdata, const encore_buffer* in, size_t nin, const encore_bound_var* vars, size_t nv,
+                                   encore_buffer* out, size_t nout) {
+  self_drop_status = encore_jit_drop(self_jit, in, nin, NULL, 0, NULL, 0, NULL);
+  return step(userdata, in, nin, vars, nv, out, nout);
+}
+
 static int run_on(const char* name, encore_device dev, encore_program prog) {
   static float host[N], back[N];
   Ctx c;
@@ -99,6 +108,12 @@ static int run_on(const char* name, encore_device dev, encore_program prog) {
   EXPECT_ERR(encore_jit_drop(jit, NULL, 1, NULL, 0, NULL, 0, &dropped), ENCORE_ERROR_INVALID_ARGUMENT, "inputs");
   EXPECT_ERR(encore_jit_drop(NULL, &x, 1, NULL, 0, NULL, 0, &dropped), ENCORE_ERROR_INVALID_HANDLE, "jit");
   EXPECT_OK(encore_jit_destroy(jit));
+  REQUIRE_OK(encore_jit_create(dropping_step, &c, 0, NULL, &self_jit));
+  self_drop_status = ENCORE_OK;
+  EXPECT_OK(encore_jit_call(self_jit, &small, 1, NULL, 0, NULL, 0, NULL, 0, NULL));
+  EXPECT_TRUE(self_drop_status == ENCORE_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(strstr(encore_last_error(), "encore_jit_drop: jit is running its step callback") != NULL);
+  EXPECT_OK(encore_jit_destroy(self_jit));
 
   EXPECT_OK(encore_buffer_destroy(small));
   EXPECT_OK(encore_buffer_destroy(x));
