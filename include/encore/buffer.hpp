@@ -16,6 +16,7 @@
 
 #include "encore/dtype.hpp"
 #include "encore/error.hpp"
+#include "encore/event.hpp"
 #include "encore/export.hpp"
 
 namespace encore {
@@ -85,6 +86,31 @@ class ENCORE_API Buffer {
   // The same at a byte offset (any byte offset).
   void copyin_bytes(const void* src, size_t nbytes, size_t byte_offset) const;
   void copyout_bytes(void* dst, size_t nbytes, size_t byte_offset) const;
+
+  // Read-back that does not block: the read is queued after the work queued on this buffer's
+  // device so far, and the call returns at once; `dst` holds the bytes once the returned Event has
+  // completed (wait(), or done() true). Sizes as copyout's: the whole buffer, or a part at an
+  // element (byte) offset. Inside a capture it is refused like copyout (JitError; with
+  // CaptureOptions::allow_copyout it is accepted and its value frozen, like copyout's).
+  // LIFETIME: `dst` must stay valid, and neither read nor written by the host, until the event has
+  // completed. The Event owns the read: destroying its last handle before completion WAITS for the
+  // read (it does not cancel it), so memory declared before the Event, as below, is always safe;
+  // memory freed while the Event is alive is not. The buffer's storage is kept alive until then.
+  //   std::vector<float> host(x.count());
+  //   encore::Event ev = x.copyout_async(std::span<float>(host));
+  //   ... host work ...
+  //   ev.wait();   // host holds x's bytes
+  // On a device whose work completes when it is issued (NULL) the read is done on return.
+  template <class T> Event copyout_async(std::span<T> dst) const {
+    check_type(dtype_of<T>, sizeof(T), has_dtype<T>);
+    return copyout_async_bytes(dst.data(), dst.size_bytes());
+  }
+  template <class T> Event copyout_async(std::span<T> dst, size_t offset) const {
+    check_type(dtype_of<T>, sizeof(T), has_dtype<T>);
+    return copyout_async_bytes(dst.data(), dst.size_bytes(), element_bytes(offset, sizeof(T)));
+  }
+  Event copyout_async_bytes(void* dst, size_t nbytes) const;
+  Event copyout_async_bytes(void* dst, size_t nbytes, size_t byte_offset) const;
 
   // Every write through encore bumps the storage's version; a write through a native handle
   // (encore/opencl.hpp) must call touch() so captured units notice it.

@@ -198,6 +198,13 @@ ENCORE_C_API encore_status encore_buffer_copyout(encore_buffer buf, void* dst, s
  * like a whole copyin. Refused inside a native callback (ENCORE_ERROR_JIT), like copyin and copyout. */
 ENCORE_C_API encore_status encore_buffer_write(encore_buffer buf, size_t offset, const void* src, size_t count);
 ENCORE_C_API encore_status encore_buffer_read(encore_buffer buf, size_t offset, void* dst, size_t count);
+/* encore_buffer_read that does not block: queued after the work queued on the buffer's device so
+ * far; *out (required) receives an event that completes once dst holds the bytes (encore_event_wait,
+ * encore_event_done). dst must stay valid, and untouched by the host, until that event has
+ * completed. encore_event_destroy before completion WAITS for the read (never cancels it), so
+ * destroying the event before freeing dst is always safe. Inside a capture it is refused like
+ * encore_buffer_copyout (unless encore_unit_options.allow_copyout). On NULL it completes at once. */
+ENCORE_C_API encore_status encore_buffer_read_async(encore_buffer buf, size_t offset, void* dst, size_t count, encore_event* out);
 /* Sets every element of the buffer (a view: its elements) to one value: `value` points to one
  * element of the buffer's dtype, value_size is that element's size. Queued on the buffer's device
  * like a copy; inside a capture it is a fill item, replayed every call. */
@@ -481,6 +488,14 @@ ENCORE_C_API encore_status encore_jit_call_hosts(encore_jit jit, const encore_bu
 ENCORE_C_API encore_status encore_jit_calls(encore_jit jit, uint64_t* calls);
 /* Drops the capture: the next call is call 0 again. */
 ENCORE_C_API encore_status encore_jit_reset(encore_jit jit);
+/* Drops the unit of one signature: the one a call with these inputs, host inputs (sizes only) and
+ * variables would use. Its captured inputs, state buffers, outputs and temporaries are released
+ * (a unit keeps them alive until it is dropped: by this, by the max_units LRU, by encore_jit_reset
+ * or encore_jit_destroy); output handles the jit handed out stay valid until its next call.
+ * *dropped (may be NULL) is 1 when there was such a unit, else 0. hosts may be NULL when num_hosts is 0. */
+ENCORE_C_API encore_status encore_jit_drop(encore_jit jit, const encore_buffer* inputs, size_t num_inputs,
+                                           const encore_host_input* hosts, size_t num_hosts, const encore_bound_var* vars,
+                                           size_t num_vars, int* dropped);
 /* The captured unit's stats (ENCORE_ERROR_JIT before call 2). */
 ENCORE_C_API encore_status encore_jit_get_stats(encore_jit jit, encore_unit_stats* out);
 

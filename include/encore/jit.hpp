@@ -4,10 +4,18 @@
 // One unit per input signature: each Buffer argument's dtype, element count, device and whether it
 // is a view, and which Variables (and their kinds) the call passes. A call with a new signature
 // warms up and captures a unit of its own (calls are counted per signature); a known one replays
-// its unit. At most JitOptions::max_units units (default 8; the least recently used is dropped, an
-// ENCORE_DEBUG=1 line says so; a jit capturing more often than that within 100 calls warns once);
+// its unit. At most JitOptions::max_units units (default 8; the least recently used is dropped);
 // max_units = 1 is strict: inputs unlike the capture's are a JitError. The units of one jit share
 // one arena per device (only one of them runs at a time): memory is the largest unit's, not the sum.
+// Warnings (encore/log.hpp: stderr by default, each once per jit): calls that each bring a new
+// signature, so nothing replays; more new signatures than max_units within 100 calls (units dropped
+// and captured again); the first captured unit the LRU drops (later drops: info level).
+// What a unit keeps alive, until the LRU drops it, drop(args...) drops it, reset() or the jit goes:
+// the buffers its signature's last call passed (inputs stay bound to its slots), every buffer its
+// items reach through the closure (state), the buffers it returned (overwritten by each replay),
+// its temporaries that are not planned into the shared arena, its kernels and recorded uploads.
+// The shared arena stays sized by the largest unit until reset() or the jit is destroyed.
+//   jit.drop(old_state, t.bind(0));   // the unit a call with these arguments would use: let go
 // A size that varies call to call belongs in a Variable, which never captures again.
 //
 //   auto step = encore::TinyJit([&](encore::Buffer x, encore::BoundVar t) {
@@ -239,7 +247,7 @@ ENCORE_API void signature_of(const CallArgs& a, std::vector<SigPart>& out);
 ENCORE_API std::string describe_signature(const std::vector<SigPart>& sig);
 struct ArenaPool;  // the arenas the units of one TinyJit share (src/unit/unit.hpp)
 ENCORE_API std::shared_ptr<ArenaPool> make_arena_pool();
-// ENCORE_DEBUG=1 and warning lines of a TinyJit's unit cache.
+// A TinyJit's unit cache notes: a warning, or an info line (encore/log.hpp).
 ENCORE_API void jit_note(bool warning, const std::string& line);
 
 // Non-template parts of TinyJit, in the library.
@@ -306,7 +314,8 @@ class ENCORE_API JitCore {
 template <class F> class TinyJit {
  public:
   explicit TinyJit(F fn, JitOptions opt = JitOptions::from_env())
-      : fn_(std::move(fn)), opt_(opt), pool_(detail::make_arena_pool()), capture_calls_(std::max<uint32_t>(opt.max_units, 1) + 1, 0) {}
+      : fn_(std::move(fn)), opt_(opt), pool_(detail::make_arena_pool()), capture_calls_(std::max<uint32_t>(opt.max_units, 1) + 1, 0),
+        capture_replays_(capture_calls_.size(), 0) {}
   TinyJit(TinyJit&&) noexcept = default;
   TinyJit& operator=(TinyJit&&) = default;
 
@@ -332,6 +341,24 @@ template <class F> class TinyJit {
       ++calls_;
       return r;
     }
+  }
+
+  // Drops the unit of the signature these arguments have (the one a call with them would use, or
+  // warm up): its captured inputs, state, outputs and temporaries are let go (see the top of this
+  // file). Returns whether there was one; the next call with that signature is its call 0 again.
+  // The other signatures' units stay. The arguments are only looked at (their signature), never run.
+  template <class... A> bool drop(const A&... a) {
+    detail::JitLockGuard lock(*mu_, "asked to drop a unit");
+    probe_args_.clear();
+    (detail::flatten(probe_args_, a), ...);
+    detail::signature_of(probe_args_, probe_sig_);
+    probe_args_.clear();
+    args_.clear();  // the last call's arguments: held only until the next call, let go now
+    auto it = std::find_if(slots_.begin(), slots_.end(), [&](const auto& s) { return s->sig == probe_sig_; });
+    if (it == slots_.end()) return false;
+    if (last_ == it->get()) last_ = nullptr;
+    slots_.erase(it);
+    return true;
   }
 
   // Drops every unit: the next call is call 0 again.
@@ -405,29 +432,59 @@ template <class F> class TinyJit {
   Slot& select() {
     detail::signature_of(args_, sig_);
     ++tick_;
-    if (Slot* s = find(sig_)) return touch(*s);
+    if (Slot* s = find(sig_)) {
+      new_streak_ = 0;
+      return touch(*s);
+    }
+    ++new_streak_;
+    capture_calls_[capture_next_] = calls_ + 1;
+    capture_replays_[capture_next_] = replays_;
+    capture_next_ = (capture_next_ + 1) % capture_calls_.size();
+    const bool warned_now = warn_signatures();  // before the drop, whose note it then covers
     if (!slots_.empty() && slots_.size() >= opt_.max_units) {
       auto lru = std::min_element(slots_.begin(), slots_.end(), [](const auto& x, const auto& y) { return x->last_used < y->last_used; });
-      detail::jit_note(false, "TinyJit: " + std::to_string(slots_.size()) + " units held (max_units): dropping the least recently used, for " +
-                                  detail::describe_signature((*lru)->sig));
+      const uint64_t had = (*lru)->core.calls;
+      const bool warn = had >= 2 && !warned_drop_ && !warned_now;  // a captured unit, dropped for the first time
+      warned_drop_ = warned_drop_ || warn;
+      detail::jit_note(warn, "TinyJit: " + std::to_string(slots_.size()) + " units held (max_units): dropped the least recently used, for " +
+                                 detail::describe_signature((*lru)->sig) +
+                                 (had >= 2 ? " (captured, " + std::to_string(had) + " calls: a call with that signature warms up and captures again)"
+                                           : std::string(" (never captured)")) +
+                                 (warn ? "; raise max_units if it comes back. Later drops by this jit are logged at info level" : ""));
       if (last_ == lru->get()) last_ = nullptr;
       slots_.erase(lru);
-    }
-    // thrashing: more new signatures than max_units within 100 calls
-    capture_calls_[capture_next_] = calls_ + 1;
-    capture_next_ = (capture_next_ + 1) % capture_calls_.size();
-    uint64_t oldest = capture_calls_[capture_next_];
-    if (!warned_ && oldest && calls_ + 1 - oldest < 100 && opt_.max_units > 1) {
-      warned_ = true;
-      detail::jit_note(true, "TinyJit: " + std::to_string(capture_calls_.size()) + " captures within " + std::to_string(calls_ + 1 - oldest + 1) +
-                                 " calls, more than max_units (" + std::to_string(opt_.max_units) + "): an input size changes every call: "
-                                 "make it a Variable (a size in a Variable never captures again), or raise max_units");
     }
     auto s = std::make_unique<Slot>(opt_);
     s->sig = sig_;
     s->core.pool = pool_;
     slots_.push_back(std::move(s));
     return touch(*slots_.back());
+  }
+  // At a new signature: warns once per jit when the last calls all brought new signatures (nothing
+  // replays), or when more new signatures than max_units came within 100 calls (units are dropped
+  // and captured again). Returns whether it warned now.
+  bool warn_signatures() {
+    if (opt_.max_units <= 1 || warned_thrash_) return false;
+    const uint64_t call = calls_ + 1;  // this call, counted from 1
+    const uint32_t streak_limit = std::min<uint32_t>(opt_.max_units + 1, 16);
+    if (!warned_never_ && new_streak_ >= streak_limit) {
+      warned_never_ = warned_thrash_ = warned_drop_ = true;  // the same cause: said once
+      detail::jit_note(true, "TinyJit: the last " + std::to_string(new_streak_) + " calls each brought an input signature not seen before (now " +
+                                 detail::describe_signature(sig_) + "), so none of them replayed: each ran eagerly as a warm-up. An input "
+                                 "size that changes every call belongs in a Variable (a size in a Variable never captures again)");
+      return true;
+    }
+    const uint64_t oldest = capture_calls_[capture_next_];
+    if (oldest && call - oldest < 100) {
+      warned_thrash_ = warned_drop_ = true;
+      const uint64_t replayed = replays_ - capture_replays_[capture_next_];
+      detail::jit_note(true, "TinyJit: " + std::to_string(capture_calls_.size()) + " new input signatures within " + std::to_string(call - oldest + 1) +
+                                 " calls, more than max_units (" + std::to_string(opt_.max_units) + "): units are dropped, then warmed up and captured "
+                                 "again (" + std::to_string(replayed) + " of those calls replayed). An input size that changes belongs in a "
+                                 "Variable (a size in a Variable never captures again); or raise max_units");
+      return true;
+    }
+    return false;
   }
   Slot& touch(Slot& s) {
     s.last_used = tick_;
@@ -502,6 +559,7 @@ template <class F> class TinyJit {
       core.replay();
     }
     ++core.calls;
+    ++replays_;
     if constexpr (!std::is_void_v<R>) return deliver<R>(s);
   }
 
@@ -537,9 +595,12 @@ template <class F> class TinyJit {
   mutable detail::CallArgs probe_args_;  // unit_for's (under the lock; capacity reused)
   mutable std::vector<detail::SigPart> probe_sig_;
   uint64_t calls_ = 0, tick_ = 0;
-  std::vector<uint64_t> capture_calls_;  // the call numbers (1-based) of the last max_units + 1 new signatures
+  // the call numbers (1-based) of the last max_units + 1 new signatures, and replays_ at each
+  std::vector<uint64_t> capture_calls_, capture_replays_;
   size_t capture_next_ = 0;
-  bool warned_ = false;
+  uint64_t replays_ = 0;     // calls that replayed
+  uint32_t new_streak_ = 0;  // calls in a row that brought a new signature
+  bool warned_never_ = false, warned_thrash_ = false, warned_drop_ = false;  // each cause warns once
   ExecutionUnit empty_;
 };
 

@@ -1,7 +1,12 @@
 #pragma once
-// Where encore's messages go: warnings (a corrupt cache entry, verify skipped), capture summaries
-// (ENCORE_DEBUG=1) and per-item lines (ENCORE_DEBUG=2). By default nothing is printed unless
-// ENCORE_DEBUG >= 1, then everything goes to stderr. Engines with their own logging install a sink:
+// Where encore's messages go: warnings (a TinyJit that never replays or thrashes, a captured unit
+// dropped by the LRU, a corrupt cache entry, verify skipped), informational notes, capture
+// summaries (ENCORE_DEBUG=1) and per-item lines (ENCORE_DEBUG=2).
+// By default warnings and errors are printed to stderr ("encore: warning: ..."), each cause once
+// where it could repeat (once per TinyJit); ENCORE_LOG=off|error|warn|info|debug sets what is
+// printed (ENCORE_DEBUG=1 raises the default to info, 2 to debug). Engines with their own logging
+// install a sink, which then receives the messages instead of stderr, each with its level: every
+// message when ENCORE_LOG is unset (the sink filters), only those ENCORE_LOG lets through when set.
 //   encore::set_log_sink([](encore::LogLevel l, std::string_view m) { engine_log(int(l), m); });
 // The sink is called from whichever thread has something to say, one message at a time.
 #include <cstdint>

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "capi/c_words.hpp"
 #include "capi/handles.hpp"
 #include "encore/exec_item.hpp"
 #include "src/capi/capi_config.h"  // generated: ENCORE_CAPI_VERSION
@@ -136,7 +137,7 @@ encore_status set_error(const char* fn, encore_status s, const std::string& msg)
   try {
     last_error.assign(fn);
     last_error += ": ";
-    last_error += msg;
+    last_error += in_c_words(msg);  // the message in the C API's names (c_words.hpp)
   } catch (...) {
     last_error.clear();  // out of memory for the message itself: keep the status
   }

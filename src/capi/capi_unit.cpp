@@ -162,6 +162,28 @@ struct JitObj : Object {
 
 namespace {
 
+// The argument arrays of a jit call (or drop): present where counted, host bytes non-NULL.
+void check_call_arrays(const encore_buffer* inputs, size_t num_inputs, const encore_host_input* hosts, size_t num_hosts,
+                       const encore_bound_var* vars, size_t num_vars) {
+  if (num_inputs) need(inputs, "inputs (with num_inputs > 0)");
+  if (num_vars) need(vars, "vars (with num_vars > 0)");
+  if (num_hosts) need(hosts, "hosts (with num_hosts > 0)");
+  for (size_t i = 0; i < num_hosts; ++i)
+    if (!hosts[i].data && hosts[i].bytes)
+      fail(ENCORE_ERROR_INVALID_ARGUMENT, "hosts[" + std::to_string(i) + "].data is NULL for " + std::to_string(hosts[i].bytes) + " bytes");
+}
+
+// The C arrays as the TinyJit's arguments (handles and bounds checked), into reused vectors.
+void to_call_args(const encore_buffer* inputs, size_t num_inputs, const encore_host_input* hosts, size_t num_hosts,
+                  const encore_bound_var* vars, size_t num_vars, std::vector<Buffer>& bufs, std::vector<BoundVar>& vals, JitObj::Hosts& hs) {
+  bufs.clear();
+  for (size_t i = 0; i < num_inputs; ++i) bufs.push_back(get_at<BufferObj>(inputs[i], "inputs", i)->buf);
+  vals.clear();
+  for (size_t i = 0; i < num_vars; ++i) vals.push_back(to_bound(vars[i], i));
+  hs.clear();
+  for (size_t i = 0; i < num_hosts; ++i) hs.emplace_back(static_cast<const unsigned char*>(hosts[i].data), hosts[i].bytes);
+}
+
 // Hands the call's outputs to the caller as handles owned by the jit.
 void publish_outputs(JitObj& j, const std::vector<Buffer>& outs, encore_buffer* outputs) {
   j.out_handles.resize(outs.size(), nullptr);
@@ -436,6 +458,25 @@ encore_status encore_event_done(encore_event ev, int* done) {
 
 encore_status encore_event_destroy(encore_event ev) { return destroy<EventObj>(__func__, ev); }
 
+encore_status encore_buffer_read_async(encore_buffer buf, size_t offset, void* dst, size_t count, encore_event* out) {
+  return guard(__func__, [&] {
+    need(out, "out");
+    *out = nullptr;
+    check_not_in_native("enqueue a read");
+    auto b = get<BufferObj>(buf, "buf");
+    const size_t es = size(b->buf.dtype());
+    size_t off = 0, n = 0, end = 0;
+    if (count == 0 || __builtin_mul_overflow(offset, es, &off) || __builtin_mul_overflow(count, es, &n) || __builtin_add_overflow(off, n, &end) ||
+        end > b->buf.nbytes())
+      fail(ENCORE_ERROR_INVALID_ARGUMENT, "elements [" + std::to_string(offset) + ", " + std::to_string(offset) + " + " + std::to_string(count) +
+                                              ") do not fit in " + b->buf.describe() + " (" + std::to_string(b->buf.count()) + " elements)");
+    need(dst, "dst");
+    auto ev = std::make_shared<EventObj>();
+    if (Event e = b->buf.copyout_async_bytes(dst, n, off)) ev->parts.push_back(std::move(e));
+    put(std::move(ev), out);  // (a failure here: the event goes, waiting for the read)
+  });
+}
+
 // ---- jit
 
 encore_status encore_jit_options_init(encore_jit_options* opt, size_t size) {
@@ -480,24 +521,13 @@ static encore_status jit_call(const char* func, encore_jit jit, const encore_buf
     check_not_in_native("call a jit");
     auto j = get<JitObj>(jit, "jit");
     check_not_running(*j, "called");
-    if (num_inputs) need(inputs, "inputs (with num_inputs > 0)");
-    if (num_vars) need(vars, "vars (with num_vars > 0)");
-    if (num_hosts) need(hosts, "hosts (with num_hosts > 0)");
-    for (size_t i = 0; i < num_hosts; ++i)
-      if (!hosts[i].data && hosts[i].bytes)
-        fail(ENCORE_ERROR_INVALID_ARGUMENT, "hosts[" + std::to_string(i) + "].data is NULL for " + std::to_string(hosts[i].bytes) + " bytes");
+    check_call_arrays(inputs, num_inputs, hosts, num_hosts, vars, num_vars);
     if (outputs && num_outputs != j->num_outputs)
       fail(ENCORE_ERROR_INVALID_ARGUMENT, "num_outputs: expected " + std::to_string(j->num_outputs) +
                                               " (as given to encore_jit_create), found " + std::to_string(num_outputs));
     std::lock_guard<std::mutex> lock(j->mu);
     const std::vector<Event>& waits = wait_events(wait_list, num_wait);
-    j->in_bufs.clear();
-    for (size_t i = 0; i < num_inputs; ++i)
-      j->in_bufs.push_back(get_at<BufferObj>(inputs[i], "inputs", i)->buf);
-    j->var_vals.clear();
-    for (size_t i = 0; i < num_vars; ++i) j->var_vals.push_back(to_bound(vars[i], i));
-    j->hosts.clear();
-    for (size_t i = 0; i < num_hosts; ++i) j->hosts.emplace_back(static_cast<const unsigned char*>(hosts[i].data), hosts[i].bytes);
+    to_call_args(inputs, num_inputs, hosts, num_hosts, vars, num_vars, j->in_bufs, j->var_vals, j->hosts);
 
     // TinyJit's answer: the unit this call replays (its slot lives on while the jit does), or null
     const ExecutionUnit* replaying = j->jit->unit_for(j->in_bufs, j->var_vals, j->hosts);
@@ -547,6 +577,27 @@ encore_status encore_jit_reset(encore_jit jit) {
     auto j = get<JitObj>(jit, "jit");
     auto lock = lock_idle(*j, "reset");
     j->jit->reset();
+  });
+}
+
+encore_status encore_jit_drop(encore_jit jit, const encore_buffer* inputs, size_t num_inputs, const encore_host_input* hosts, size_t num_hosts,
+                              const encore_bound_var* vars, size_t num_vars, int* dropped) {
+  return guard(__func__, [&] {
+    if (dropped) *dropped = 0;
+    check_not_in_native("drop a jit's unit");
+    auto j = get<JitObj>(jit, "jit");
+    check_call_arrays(inputs, num_inputs, hosts, num_hosts, vars, num_vars);
+    auto lock = lock_idle(*j, "asked to drop a unit");
+    std::vector<Buffer> bufs;
+    std::vector<BoundVar> vals;
+    JitObj::Hosts hs;  // (the signature reads the sizes only)
+    to_call_args(inputs, num_inputs, hosts, num_hosts, vars, num_vars, bufs, vals, hs);
+    // the last call's arguments, held until the next call: let go with the unit
+    j->in_bufs.clear();
+    j->var_vals.clear();
+    j->hosts.clear();
+    const bool d = j->jit->drop(bufs, vals, hs);
+    if (dropped) *dropped = d ? 1 : 0;
   });
 }
 

@@ -5,6 +5,7 @@
 #include "encore/device.hpp"
 #include "core/allocator.hpp"
 #include "core/buffer_impl.hpp"
+#include "core/event_impl.hpp"
 #include "exec/recorder.hpp"
 
 namespace encore {
@@ -218,15 +219,60 @@ void Buffer::copyout_bytes(void* dst, size_t n) const {
   copyout_bytes(dst, n, 0);
 }
 
-void Buffer::copyout_bytes(void* dst, size_t n, size_t off) const {
-  if (!impl_) throw ArgumentError("copyout: null buffer");
+namespace {
+
+// A copyout inside a capture: refused unless the capture allows it (its value would be frozen).
+void check_copyout_allowed(const Buffer& b, bool async) {
   if (Recorder* r = current_recorder(); r && !r->allow_copyout)
-    throw JitError("copyout of " + describe() +
+    throw JitError((async ? "copyout_async of " : "copyout of ") + b.describe() +
                    " during a capture: its value would steer later host code, which replay never re-runs (frozen silently). "
                    "Keep host reads out of the captured step, or set CaptureOptions::allow_copyout (JitOptions::capture.allow_copyout) to accept a frozen value");
+}
+
+// copyout_async's event: owns the read, and waits for it when the last handle goes first, so the
+// queue never writes into host memory after its owner gave up the read. Keeps the storage alive.
+struct ReadEvent final : EventImpl {
+  ReadEvent(std::shared_ptr<BufferImpl> b, OwnedEvent e) : keep(std::move(b)), ev(std::move(e)) {}
+  ~ReadEvent() override {
+    try {
+      ev.wait_reset();
+    } catch (...) {  // a failed read was the waiter's to report; nothing is written any more
+    }
+  }
+  void wait() override { ev.wait(); }
+  bool done() override { return ev.done(); }
+  std::shared_ptr<BufferImpl> keep;  // (declared first: destroyed after the event)
+  OwnedEvent ev;
+};
+
+}  // namespace
+
+void Buffer::copyout_bytes(void* dst, size_t n, size_t off) const {
+  if (!impl_) throw ArgumentError("copyout: null buffer");
+  check_copyout_allowed(*this, false);
   transfer_range(*this, n, off, "copyout");
   impl_->ensure_allocated();
   impl_->dev->read(impl_->root()->mem, impl_->offset + off, dst, n);
+}
+
+Event Buffer::copyout_async_bytes(void* dst, size_t n) const {
+  if (!impl_) throw ArgumentError("copyout_async: null buffer");
+  if (n != impl_->nbytes)
+    throw ArgumentError("copyout_async: " + std::to_string(n) + " bytes requested, " + describe() + " holds " + std::to_string(impl_->nbytes) +
+                        " (a partial read takes an offset: copyout_async(data, offset))");
+  return copyout_async_bytes(dst, n, 0);
+}
+
+Event Buffer::copyout_async_bytes(void* dst, size_t n, size_t off) const {
+  if (!impl_) throw ArgumentError("copyout_async: null buffer");
+  check_copyout_allowed(*this, true);
+  transfer_range(*this, n, off, "copyout_async");
+  if (!dst) throw ArgumentError("copyout_async: null destination for " + std::to_string(n) + " bytes");
+  impl_->ensure_allocated();
+  DeviceImpl* d = impl_->dev.get();
+  OwnedEvent ev(d, d->read_async(impl_->root()->mem, impl_->offset + off, dst, n));
+  if (!ev) return Event();  // complete already (NULL)
+  return Event(std::make_shared<ReadEvent>(impl_, std::move(ev)));
 }
 
 }  // namespace encore

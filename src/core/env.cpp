@@ -2,8 +2,10 @@
 #include "core/env.hpp"
 
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <string_view>
+#include <utility>
 
 namespace encore::detail::env {
 
@@ -64,6 +66,34 @@ const std::string& profile() {
 bool check_signatures() {
   static const bool on = flag("ENCORE_CHECK_SIGNATURES", false);
   return on;
+}
+
+LogSetting parse_log(std::string_view v, int debug) {
+  LogSetting s;
+  s.level = debug >= 2 ? 3 : debug == 1 ? 2 : 1;  // the default: warnings, more under ENCORE_DEBUG
+  if (v.empty()) return s;
+  static constexpr std::pair<std::string_view, int> names[] = {{"off", -1},    {"none", -1},  {"error", 0}, {"warn", 1},
+                                                              {"warning", 1}, {"info", 2}, {"debug", 3}};
+  for (const auto& [name, level] : names)
+    if (v == name) {
+      s.level = level;
+      s.set = true;
+      return s;
+    }
+  s.valid = false;
+  return s;
+}
+
+const LogSetting& log_setting() {
+  static const LogSetting s = [] {
+    std::string_view v = get("ENCORE_LOG");
+    LogSetting r = parse_log(v, debug());
+    if (!r.valid)
+      std::fprintf(stderr, "encore: warning: ENCORE_LOG=%.*s is not one of off, error, warn, info, debug; using %s\n", static_cast<int>(v.size()),
+                   v.data(), r.level >= 3 ? "debug" : r.level == 2 ? "info" : "warn");
+    return r;
+  }();
+  return s;
 }
 
 }  // namespace encore::detail::env

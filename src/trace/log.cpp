@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <mutex>
 
+#include "core/env.hpp"
 #include "internal.hpp"
 
 namespace encore {
@@ -26,12 +27,16 @@ void set_log_sink(LogSink s) {
 namespace detail {
 
 void log(LogLevel level, std::string_view message) {
+  const env::LogSetting& setting = env::log_setting();
+  const bool shown = static_cast<int>(level) <= setting.level;
   std::lock_guard<std::mutex> lock(sink_mu());
   if (sink()) {
-    sink()(level, message);
+    if (shown || !setting.set) sink()(level, message);  // unless ENCORE_LOG says otherwise, a sink sees everything
     return;
   }
-  if (debug_level() >= 1) std::fprintf(stderr, "encore: %.*s\n", static_cast<int>(message.size()), message.data());
+  if (!shown) return;
+  const char* prefix = level == LogLevel::error ? "error: " : level == LogLevel::warning ? "warning: " : "";
+  std::fprintf(stderr, "encore: %s%.*s\n", prefix, static_cast<int>(message.size()), message.data());
 }
 
 }  // namespace detail

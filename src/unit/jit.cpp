@@ -369,8 +369,7 @@ void ArenaPool::release_unused() {
 }
 
 void jit_note(bool warning, const std::string& line) {
-  if (warning) log(LogLevel::warning, line);
-  else if (debug_level() >= 1) log(LogLevel::info, line);
+  log(warning ? LogLevel::warning : LogLevel::info, line);
 }
 
 JitLockGuard::JitLockGuard(JitLock& l, const char* op) : l_(l) {

@@ -65,7 +65,7 @@ static int run_on(const char* name, encore_device dev, encore_program prog) {
   {
     encore_arg args[3] = {encore_arg_buffer(io), encore_arg_variable(v), encore_arg_variable(v)};
     encore_arg as_int[3] = {encore_arg_buffer(io), encore_arg_variable_as(v, ENCORE_I32), encore_arg_variable(v)};
-    EXPECT_ERR(encore_launch(dev, wide, &g2, NULL, 1, as_int, 3), ENCORE_ERROR_INVALID_ARGUMENT, "as(DType::i32) given");
+    EXPECT_ERR(encore_launch(dev, wide, &g2, NULL, 1, as_int, 3), ENCORE_ERROR_INVALID_ARGUMENT, "value.variable.as = ENCORE_I32 given");
     {
       encore_arg as_bool[3] = {encore_arg_buffer(io), encore_arg_variable_as(v, ENCORE_BOOL), encore_arg_variable(v)};
       EXPECT_ERR(encore_launch(dev, wide, &g2, NULL, 1, as_bool, 3), ENCORE_ERROR_INVALID_ARGUMENT, "cannot be passed as bool");

@@ -35,7 +35,7 @@ static int run_on(const char* name, encore_device dev, encore_program prog) {
     encore_arg empty[3] = {encore_arg_buffer(y), encore_arg_bytes(&p, 0), encore_arg_bytes(w, sizeof w)};
     encore_arg null_data[3] = {encore_arg_buffer(y), encore_arg_bytes(NULL, 8), encore_arg_bytes(w, sizeof w)};
     EXPECT_ERR(encore_launch(dev, k, &g, &l, 1, short_vec, 3), ENCORE_ERROR_INVALID_ARGUMENT, "expected 16 bytes");
-    EXPECT_ERR(encore_launch(dev, k, &g, &l, 1, scalar, 3), ENCORE_ERROR_INVALID_ARGUMENT, "encore::bytes");
+    EXPECT_ERR(encore_launch(dev, k, &g, &l, 1, scalar, 3), ENCORE_ERROR_INVALID_ARGUMENT, "ENCORE_ARG_BYTES");
     EXPECT_ERR(encore_launch(dev, k, &g, &l, 1, empty, 3), ENCORE_ERROR_INVALID_ARGUMENT, "value.bytes.size");
     EXPECT_ERR(encore_launch(dev, k, &g, &l, 1, null_data, 3), ENCORE_ERROR_INVALID_ARGUMENT, "value.bytes.data");
     EXPECT_OK(encore_launch(dev, k, &g, &l, 1, args, 3));
