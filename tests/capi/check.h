@@ -12,7 +12,7 @@ static int checks_passed, checks_failed;
 
 /* A call must give `want`; on an error status the message must be non-empty, start with the
  * function's name and contain `substr` (NULL: anything). */
-static void check_status(const char* expr, encore_status got, encore_status want, const char* substr, const char* file,
+static inline void check_status(const char* expr, encore_status got, encore_status want, const char* substr, const char* file,
                          int line) {
   const char* msg = encore_last_error();
   int ok = got == want;
@@ -34,7 +34,7 @@ static void check_status(const char* expr, encore_status got, encore_status want
           encore_status_name(got), msg ? msg : "(null)");
 }
 
-static void check_true(const char* expr, int value, const char* file, int line) {
+static inline void check_true(const char* expr, int value, const char* file, int line) {
   if (value) {
     ++checks_passed;
     return;
