@@ -209,6 +209,13 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
     u.one_time.assign(n, false);
   }
   for (uint32_t i = 0; i < n; ++i) u.steps[i].one_time = u.one_time[i];
+  if (u.flow)
+    for (uint32_t i = static_cast<uint32_t>(n); i-- > 0;)
+      if (!u.one_time[i]) {
+        const ItemKind k = u.items[i].kind;
+        u.flow_tail = shape.parent[i] < 0 && k != ItemKind::host && k != ItemKind::branch && k != ItemKind::loop;
+        break;
+      }
 
   // planning: internal roots untouched by one-time items and cross-device copies, first written
   std::vector<bool> plannable(roots.size(), false);

@@ -128,7 +128,9 @@ template <class Run> static void run_seq(UnitImpl& u, Binding& b, uint32_t i, ui
     if (once)
       for (; *once < n && b.items[*once].item < x.item; ++*once) run(b, b.items[*once]);
     if (!x.flow) {
-      run(b, x);
+      // the last item at top level may end its device's replay with its own event (plan.flow_tail)
+      if (x.ends_device >= 0 && b.end_events) x.ops->replay_event(x, b.end_events[x.ends_device].out(x.dev));
+      else run(b, x);
       ++i;
       continue;
     }
@@ -170,6 +172,7 @@ template <class Run> static void run_flow(UnitImpl& u, Binding& b, Run run) {
     run_seq(u, b, 0, b.n_replay, run, nullptr);
     return;
   }
+  b.end_events = nullptr;  // one-time items may run after the last replayed item: markers end this replay
   for (auto& [r, ver] : u.once_versions) ver = r->version.load(std::memory_order_acquire);
   uint32_t k = b.n_replay;
   run_seq(u, b, 0, b.n_replay, run, &k);
@@ -257,7 +260,7 @@ void run_unit(UnitImpl& u, OwnedEvent* done) {
   const bool ends_group = slot && u.in_flight_pos + 1 == u.in_flight_every;
   OwnedEvent* ends = done ? done : ends_group ? slot : nullptr;
   // the plain loop ends each device's replay with its last kernel's event; the others with markers
-  b.end_events = ends && !debug && !trace_active() && !u.plan.sync.ordered() && !u.plan.flow ? ends : nullptr;
+  b.end_events = ends && !debug && !trace_active() && !u.plan.sync.ordered() && (!u.plan.flow || u.plan.flow_tail) ? ends : nullptr;
   // a replay that fails part way cancels the split-phase calls it began and did not finish
   struct CancelOpen {
     Binding& b;

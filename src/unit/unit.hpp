@@ -71,6 +71,7 @@ struct CrossSync {
 struct Plan {
   UnitOptions opt;
   bool flow = false;            // some host, branch or loop item: replayed by run_flow (flow_replay.cpp)
+  bool flow_tail = false;       // ... and its last replayed item is a plain item at top level (its event may end a replay)
   std::vector<ExecItem> items;  // as captured, planned temps replaced by placeholders
   std::vector<PlanStep> steps;  // per item
   std::vector<bool> one_time;
