@@ -333,14 +333,8 @@ template <class F> class TinyJit {
     if (!opt_.enabled || detail::JitCore::capture_active()) return eager<R>(std::forward<A>(a)...);
     Slot& s = select();
     s.core.args = args_;  // (capacity reused: no allocation once grown)
-    if constexpr (std::is_void_v<R>) {
-      call<R>(s, std::forward<A>(a)...);
-      ++calls_;
-    } else {
-      R r = call<R>(s, std::forward<A>(a)...);
-      ++calls_;
-      return r;
-    }
+    if constexpr (std::is_void_v<R>) call<R>(s, std::forward<A>(a)...);
+    else return call<R>(s, std::forward<A>(a)...);
   }
 
   // Drops the unit of the signature these arguments have (the one a call with them would use, or
@@ -432,12 +426,13 @@ template <class F> class TinyJit {
   Slot& select() {
     detail::signature_of(args_, sig_);
     ++tick_;
+    ++calls_;  // counted here, so a call that throws counts too (the warnings' "within N calls")
     if (Slot* s = find(sig_)) {
       new_streak_ = 0;
       return touch(*s);
     }
     ++new_streak_;
-    capture_calls_[capture_next_] = calls_ + 1;
+    capture_calls_[capture_next_] = calls_;
     capture_replays_[capture_next_] = replays_;
     capture_next_ = (capture_next_ + 1) % capture_calls_.size();
     const bool warned_now = warn_signatures();  // before the drop, whose note it then covers
@@ -465,7 +460,7 @@ template <class F> class TinyJit {
   // and captured again). Returns whether it warned now.
   bool warn_signatures() {
     if (opt_.max_units <= 1 || warned_thrash_) return false;
-    const uint64_t call = calls_ + 1;  // this call, counted from 1
+    const uint64_t call = calls_;  // this call, counted from 1
     const uint32_t streak_limit = std::min<uint32_t>(opt_.max_units + 1, 16);
     if (!warned_never_ && new_streak_ >= streak_limit) {
       warned_never_ = warned_thrash_ = warned_drop_ = true;  // the same cause: said once
