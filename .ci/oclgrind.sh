@@ -45,6 +45,7 @@ API_ERRORS_EXPECTED='
 DeviceCl.LaunchTheDriverRefusesThrowsOpenCLError
 ProgramCl.CompileErrorCarriesTheLog
 ProgramCl.CorruptEntriesRecompileWithAWarning
+ReaderPreprocessor.SizeCheckFailsTheBuildOnAWrongAnswer
 '
 
 # gtest filters: what runs on Oclgrind
