@@ -51,10 +51,10 @@ std::vector<unsigned char> read_all(const Buffer& b) {
   return v;
 }
 
+// Puts back bytes read_all took, without a version bump: verify restores versions itself.
 void write_all(const Buffer& b, const std::vector<unsigned char>& v) {
   BufferImpl& i = *b.impl();
   i.dev->write(i.root()->mem, i.offset, v.data(), v.size(), true);
-  i.bump();
 }
 
 // First differing element of two host copies of `b`, or "" when equal.
@@ -124,6 +124,7 @@ struct JitCore::State {
   // verify mode
   std::vector<Buffer> state;          // non-internal storages the unit touches (roots)
   std::vector<std::vector<unsigned char>> before, eager_state, eager_out;
+  std::vector<uint64_t> versions;     // of `state` then the inputs' roots, before the eager run
 };
 
 JitCore::JitCore(JitOptions o) : opt(o), verify_left(o.verify), s_(std::make_unique<State>()) {}
@@ -270,8 +271,13 @@ Buffer JitCore::output_now(size_t k) {
 
 void JitCore::verify_begin() {
   s_->before.clear();
-  for (const Buffer& b : s_->state) s_->before.push_back(read_all(b));
-  for (size_t i = 0; i < unit.num_inputs(); ++i) s_->before.push_back(read_all(unit.input(i).base()));
+  s_->versions.clear();
+  auto take = [&](const Buffer& b) {
+    s_->before.push_back(read_all(b));
+    s_->versions.push_back(b.impl()->root()->version.load(std::memory_order_acquire));
+  };
+  for (const Buffer& b : s_->state) take(b);
+  for (size_t i = 0; i < unit.num_inputs(); ++i) take(unit.input(i).base());
 }
 
 void JitCore::verify_after_eager(const std::vector<Buffer>& eager_outputs) {
@@ -280,10 +286,17 @@ void JitCore::verify_after_eager(const std::vector<Buffer>& eager_outputs) {
   for (const Buffer& b : s_->state) s_->eager_state.push_back(read_all(b));
   for (size_t i = 0; i < unit.num_inputs(); ++i) s_->eager_state.push_back(read_all(unit.input(i).base()));
   for (const Buffer& b : eager_outputs) s_->eager_out.push_back(read_all(b));
-  // restore what the eager run changed, so the replay starts from the same state
+  // Restore what the eager run changed, so the replay starts from the same state, and the versions
+  // too: the eager run's writes bump them, and a replay that saw them bumped would re-run its
+  // one-time items. A wrongly pruned item (encore::out on a buffer the kernel accumulates into)
+  // would then run in exactly the verified replays and be skipped from the first unverified one.
   size_t k = 0;
-  for (const Buffer& b : s_->state) write_all(b, s_->before[k++]);
-  for (size_t i = 0; i < unit.num_inputs(); ++i) write_all(unit.input(i).base(), s_->before[k++]);
+  auto put = [&](const Buffer& b) {
+    write_all(b, s_->before[k]);
+    b.impl()->root()->version.store(s_->versions[k++], std::memory_order_release);
+  };
+  for (const Buffer& b : s_->state) put(b);
+  for (size_t i = 0; i < unit.num_inputs(); ++i) put(unit.input(i).base());
 }
 
 void JitCore::verify_finish() {
