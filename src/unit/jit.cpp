@@ -80,6 +80,7 @@ struct Capture::State {
   std::shared_ptr<ArenaPool> pool;  // a TinyJit's shared arenas (null: the unit's own)
   const char* nothing_recorded = "Capture::end: no device work was issued on this thread during the capture";
   bool active = true;
+  std::shared_ptr<const CallRecord> previous;  // Capture::check_against's recording
 };
 
 namespace detail {
@@ -99,11 +100,17 @@ struct CaptureAccess {
     std::vector<ExecItem> items = std::move(s.rec->items);
     if (items.empty()) throw JitError(s.nothing_recorded);
     if (check) (*check)(items, s.rec->id);
+    // an explicit capture keeps its compact form for the next one to compare with
+    std::shared_ptr<const CallRecord> recorded;
+    if (!check) recorded = std::make_shared<const CallRecord>(summarize_call(items, s.inputs, s.outputs, s.rec->id));
+    if (s.previous) check_same_step(*s.previous, *recorded, items, s.outputs, kCaptureWords);
     std::vector<BufferImpl*> internal = find_internal(items, s.rec->id);
     std::vector<std::vector<unsigned char>> hosts;  // each host input's bytes now: its first binding
     for (auto [p, n] : s.rec->hosts) hosts.emplace_back(p, p + n);
-    return UnitAccess::wrap(
+    ExecutionUnit u = UnitAccess::wrap(
         make_unit(std::move(items), s.inputs, s.outputs, s.opt, std::move(internal), {s.rec->id}, s.pool, std::move(hosts)));
+    UnitImpl::of(u).recorded = std::move(recorded);
+    return u;
   }
 };
 
@@ -448,6 +455,15 @@ void Capture::add_output(const Buffer& b) {
 size_t Capture::items_recorded() const { return s_->rec->items.size(); }
 
 ExecutionUnit Capture::end() { return CaptureAccess::end(*this, nullptr); }
+
+void Capture::check_against(const ExecutionUnit& previous) {
+  if (!previous) throw JitError("Capture::check_against: null unit");
+  const std::shared_ptr<const CallRecord>& r = UnitImpl::of(previous).recorded;
+  if (!r)
+    throw JitError("Capture::check_against: the unit was not made by Capture::end (a TinyJit's unit, or a concatenation): there is "
+                   "no recording of its step to compare with");
+  s_->previous = r;
+}
 
 
 }  // namespace encore
