@@ -284,7 +284,12 @@ void check_same_step(const CallRecord& c0, const CallRecord& c1, const std::vect
                  "Variable \"" + y.var->name + "\" as " + std::string(name(y.dtype)), value_fix);
           break;
         case Arg::Kind::bytes:
-          if (*x.value != *y.value) fail(arg_name(k), bytes_str(*x.value), bytes_str(*y.value), value_fix);
+          // (padding is zeroed at launch where the layout is known: these are member bytes)
+          if (*x.value != *y.value)
+            fail(arg_name(k), bytes_str(*x.value), bytes_str(*y.value),
+                 "Replay would use the capture's bytes on every call, and a by-value struct or vector cannot be a Variable: pass "
+                 "the members that change as scalar parameters launched with Variables, or keep the value in a buffer passed as "
+                 "an input and take it as a __global const pointer.");
           break;
         case Arg::Kind::local:
           if (x.bits != y.bits)

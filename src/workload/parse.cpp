@@ -60,10 +60,10 @@ std::filesystem::path resolve(const std::filesystem::path& base, const std::stri
   std::filesystem::path p(rel);
   p = p.is_absolute() ? p : base / p;
   if (root.empty()) return p;
-  std::error_code ec;
-  const std::filesystem::path r = std::filesystem::weakly_canonical(root, ec), c = std::filesystem::weakly_canonical(p, ec);
+  std::error_code er, ec;
+  const std::filesystem::path r = std::filesystem::weakly_canonical(root, er), c = std::filesystem::weakly_canonical(p, ec);
   const std::filesystem::path inside = c.lexically_relative(r);
-  if (ec || inside.empty() || inside.is_absolute() || *inside.begin() == "..")
+  if (er || ec || inside.empty() || inside.is_absolute() || *inside.begin() == "..")
     fail(path, quote(rel) + " is outside the root " + quote(root.string()) + " (--root confines the files a workload may read)");
   return p;
 }
