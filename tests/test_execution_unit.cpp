@@ -222,6 +222,53 @@ TEST(Capture, PrunedWorkRerunsWhenItsBytesChange) {
   EXPECT_EQ(get(table), seq(16, 100.f));
 }
 
+// The explicit path's capture check (issue 28 item 3): an engine captures one frame with begin, the
+// frame's work, end. A per-frame dt passed as a plain float would be frozen into the unit with no
+// word; compared with the previous frame's capture it is a JitError naming the argument.
+TEST(Capture, CheckAgainstThePreviousFrame) {
+  NEED_CL();
+  Env& e = cl();
+  Buffer x = make(e.dev, seq(16, 1.f)), y = e.dev.alloc<float>(16);
+  auto frame = [&](auto dt) { e.dev.launch(e.axpb, {16}, {}, x, y, dt, 0.f); };
+  auto capture = [&](auto dt, const ExecutionUnit* previous) {
+    Capture cap;
+    cap.add_input(x);
+    if (previous) cap.check_against(*previous);
+    frame(dt);
+    return cap.end();
+  };
+  ExecutionUnit f0 = capture(0.25f, nullptr);
+  EXPECT_EQ(f0.num_variables(), 0u);
+  expect_jit_error([&] { capture(0.5f, &f0); },
+                   {"Capture check", "argument 2", "the previous capture", "0.25", "0.5", "must be a Variable", "bind it before each run"});
+  ExecutionUnit same = capture(0.25f, &f0);  // an unchanged frame passes
+  EXPECT_EQ(same.num_variables(), 0u);
+  // dt as a Variable: both frames launch the same Variable, and the unit takes it each run
+  encore::Variable dt = encore::Variable::f32("dt");
+  dt.bind(0.25);
+  ExecutionUnit v0 = capture(dt, nullptr);
+  dt.bind(0.5);
+  ExecutionUnit v1 = capture(dt, &v0);
+  ASSERT_EQ(v1.num_variables(), 1u);
+  v1.bind_var_f(0, 3.0)();
+  std::vector<float> want(16);
+  for (int i = 0; i < 16; ++i) want[i] = 3.f * (1.f + i);
+  EXPECT_EQ(get(y), want);
+  // a buffer the frame picks anew is caught too
+  Buffer other = make(e.dev, seq(16, 5.f));
+  {
+    Capture cap;
+    cap.add_input(x);
+    cap.check_against(f0);
+    e.dev.launch(e.axpb, {16}, {}, other, y, 0.25f, 0.f);
+    expect_jit_error([&] { cap.end(); }, {"Capture check", "argument 0", "add_input"});
+  }
+  // only units of Capture::end hold a recording
+  Capture cap;
+  expect_jit_error([&] { cap.check_against(f0 + f0); }, {"check_against", "not made by Capture::end"});
+  expect_jit_error([&] { cap.check_against(ExecutionUnit()); }, {"check_against", "null unit"});
+}
+
 TEST(Capture, Errors) {
   NEED_CL();
   Env& e = cl();

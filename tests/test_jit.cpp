@@ -497,6 +497,28 @@ TEST(TinyJitVerify, StateChangesAreComparedAndRestored) {
   expect_jit_error([&] { jit(x); }, {"verify", "state buffer"});
 }
 
+// A wrong access annotation (encore::out on a buffer the kernel accumulates into) prunes the
+// launch as one-time. Verify's eager run and restore must leave buffer versions as they found them:
+// else the pruned item re-runs in exactly the verified replays (which then pass) and is skipped from
+// the first unverified one on, silently.
+TEST(TinyJitVerify, WronglyPrunedItemIsCaught) {
+  NEED_CL();
+  Env& e = cl();
+  Buffer acc = make(e.dev, seq(16, 0.f));
+  auto step = [&e, acc](const Buffer& x) {
+    e.dev.launch(e.addk, {acc.count()}, {}, encore::out(acc), 1);  // wrong: addk does +=
+    Buffer y = e.dev.alloc<float>(x.count());
+    e.dev.launch(e.add, {x.count()}, {}, acc, x, y);
+    return y;
+  };
+  TinyJit jit(step, JitOptions{.verify = 3});
+  Buffer x = make(e.dev, seq(16, 1.f));
+  jit(x);
+  jit(x);
+  ASSERT_EQ(jit.unit().stats().items_pruned, 1u) << "the premise: the wrongly annotated launch is one-time";
+  expect_jit_error([&] { jit(x); }, {"verify", "state buffer", "element 0"});
+}
+
 // ---- variables ---------------------------------------------------------------------------------
 
 TEST(TinyJitVariables, IntAndFloatInScalarsAndLaunchSizes) {

@@ -153,6 +153,30 @@ TEST(ReaderPreprocessor, ConditionValues) {
   }
 }
 
+// A by-value struct's padding (zeroed at launch, so it cannot tell two calls apart) and arrays too
+// large for any argument (their count once threw std::out_of_range out of the compile).
+TEST(ReaderPreprocessor, StructPaddingAndHugeArrays) {
+  using Pad = std::vector<std::pair<uint32_t, uint32_t>>;
+  const std::string src =
+      "typedef struct { char c; double d; short s[3]; } mixed;\n"
+      "typedef struct { float3 v; int k; } with3;\n"
+      "typedef struct { float a[99999999999999999999]; } huge;\n"
+      "typedef struct { char c[4294967297]; } big;\n"
+      "__kernel void k(mixed m, with3 w, huge h, big b, float4 f) {}";
+  auto r = read_signatures(src);
+  ASSERT_TRUE(r.ok()) << r.unreadable;
+  ASSERT_NO_THROW(detail::resolve_pointees(r.kernels, src, {}, "", nullptr));
+  const KernelSignature& k = r.kernels[0];
+  EXPECT_EQ(k.params[0].value_bytes, 24u);
+  EXPECT_EQ(k.params[1].value_bytes, 32u);
+  EXPECT_EQ(k.params[2].value_bytes, 0u);  // cannot tell: any size is passed as given
+  EXPECT_EQ(k.params[3].value_bytes, 0u);
+  ASSERT_EQ(k.padding.size(), 5u);
+  EXPECT_EQ(k.padding[0], (Pad{{1, 8}, {22, 24}}));
+  EXPECT_EQ(k.padding[1], (Pad{{12, 16}, {20, 32}}));  // a float3's fourth lane, then the tail to 16-byte alignment
+  EXPECT_TRUE(k.padding[4].empty());
+}
+
 TEST(ReaderPreprocessor, SelfExpandingMacrosFinishFast) {
   const auto t0 = std::chrono::steady_clock::now();
   // painted blue: expands once, to three tokens, however often it is used

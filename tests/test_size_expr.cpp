@@ -152,6 +152,14 @@ TEST(SizeExpr, OverflowAndDivisionByZeroAreErrorsNeverWraps) {
   EXPECT_THROW((void)eval_with(Size(INT64_MIN) / (d - 2), {d.bind(1)}), ArgumentError);  // INT64_MIN / -1
   EXPECT_THROW((void)eval_with(n * n, {n.bind(int64_t{1} << 32)}), ArgumentError);
   EXPECT_EQ(eval_with(n * n, {n.bind(int64_t{1} << 31)}), int64_t{1} << 62);
+  // every step of (m - 5) * 2 fits at m = 2^62 + 3; its folded form 2m - 10 must not report the
+  // product 2m overflowing
+  Variable m{"m", 0, (int64_t{1} << 62) + 3};
+  const Size f = (m - 5) * 2;
+  EXPECT_TRUE(f.is_affine());
+  EXPECT_EQ(eval_with(f, {m.bind((int64_t{1} << 62) + 3)}), INT64_MAX - 3);
+  EXPECT_EQ(f.eval((int64_t{1} << 62) + 3), INT64_MAX - 3);
+  EXPECT_EQ(f.range().hi, INT64_MAX - 3);
   // the nesting bound
   Size deep = n;
   EXPECT_THROW(

@@ -389,6 +389,17 @@ ENCORE_C_API encore_status encore_capture_begin(const encore_unit_options* opt, 
 ENCORE_C_API encore_status encore_capture_add_input(encore_capture cap, encore_buffer buf, size_t* slot);
 /* Declares an output (handed out to the caller, never planned). */
 ENCORE_C_API encore_status encore_capture_add_output(encore_capture cap, encore_buffer buf);
+/* The capture check of this path: encore_capture_end compares this capture with `previous`, a unit
+ * an earlier capture of the same frame's work made (frame N-1 for frame N), and fails with
+ * ENCORE_ERROR_JIT at the first kernel scalar, launch size, by-value value, buffer or upload that
+ * differs, which replay would freeze (a plain float dt: make it an encore_variable). Without it a
+ * capture sees one frame and compares nothing. `previous` may be destroyed afterwards.
+ *   encore_capture_check_against(cap, last_frames_unit);
+ * What each path checks: encore_jit (TinyJit) records calls 0 and 1 and compares them by default
+ * (encore_jit_options.check_closure), and ENCORE_VERIFY=N runs the first N replays eagerly too and
+ * compares the results; an explicit capture compares only with a unit given here, and nothing
+ * compares its replays with eager runs. */
+ENCORE_C_API encore_status encore_capture_check_against(encore_capture cap, encore_unit previous);
 /* Ends recording and builds the unit. Consumes `cap` (also on failure). */
 ENCORE_C_API encore_status encore_capture_end(encore_capture cap, encore_unit* out);
 /* Abandons a capture that was not ended. */

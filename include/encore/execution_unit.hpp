@@ -61,7 +61,7 @@ struct CaptureOptions {
   // TinyJit: call 0 is recorded too, and at the end of call 1 compared with it; a kernel scalar,
   // launch size or closure buffer that changed is a JitError at capture (see encore/jit.hpp). Off:
   // for a step meant to change once after call 0 (the capture then keeps call 1's step). A Capture
-  // records one call and has no call 0 to compare with.
+  // records one call: it compares with an earlier capture of the step given by Capture::check_against.
   bool check_closure = true;
 };
 
@@ -170,7 +170,16 @@ class ENCORE_API Capture {
   template <class T> size_t add_host_input(std::span<const T> s) { return add_host_input(s.data(), s.size_bytes()); }
   void add_output(const Buffer& b);
   size_t items_recorded() const;
-  // Ends recording and builds the unit. JitError when nothing was recorded.
+  // The capture check for this path: end() compares this capture with `previous`, a unit an earlier
+  // Capture of the same step made (frame N-1 for frame N), item by item as TinyJit compares its
+  // calls 0 and 1, and throws a JitError at the first kernel scalar, launch size, by-value value,
+  // closure buffer or upload that differs: replay would freeze it. Without it nothing is compared
+  // (a Capture sees one frame): a plain dt passed to a kernel becomes a constant of the unit.
+  //   encore::Capture c0; frame(dt0); auto prev = c0.end();
+  //   encore::Capture c1; c1.check_against(prev); frame(dt1); auto unit = c1.end();  // JitError: dt
+  void check_against(const ExecutionUnit& previous);
+  // Ends recording and builds the unit. JitError when nothing was recorded, or when check_against's
+  // comparison finds a difference.
   ExecutionUnit end();
 
  private:

@@ -86,7 +86,11 @@ struct SizeExpr {
   int64_t mul = 1, add = 0;
   std::string expr;
   std::vector<int> vars;
-  int64_t eval(int64_t v) const { return var < 0 ? add : mul * v + add; }  // the affine form
+  // The affine form, for values the parser checked: the result fits int64 even where mul·v alone
+  // does not (2n - 10 at n = 2^62 + 3), so it is computed modulo 2^64, which is then exact.
+  int64_t eval(int64_t v) const {
+    return var < 0 ? add : static_cast<int64_t>(static_cast<uint64_t>(mul) * static_cast<uint64_t>(v) + static_cast<uint64_t>(add));
+  }
 };
 
 struct ArgSpec {
@@ -140,8 +144,11 @@ struct ENCORE_API Workload {
 };
 
 // Parses and validates everything that needs no device. WorkloadError names the JSON path.
-ENCORE_API Workload parse(std::string_view json, const std::filesystem::path& base_dir = ".");
-ENCORE_API Workload load(const std::filesystem::path& file);
+// `root` (encore-bench --root): when given, every file the workload names (source_file, file,
+// files) must lie inside it once resolved (no absolute path or `..` out of it): a WorkloadError
+// otherwise. Without it a workload file is trusted like a script (docs/workload-format.md, Trust).
+ENCORE_API Workload parse(std::string_view json, const std::filesystem::path& base_dir = ".", const std::filesystem::path& root = {});
+ENCORE_API Workload load(const std::filesystem::path& file, const std::filesystem::path& root = {});
 
 // The device-dependent checks: compiles the programs (a build failure is a WorkloadError with the
 // log), checks each launch's arguments against its kernel's parameters (count, kind, scalar type,

@@ -53,6 +53,12 @@ constexpr CPhrase kPhrases[] = {
     {"Capture::end must be called", "encore_capture_end must be called"},
     {"Capture::add_input: ", ""},
     {"Capture::add_output: ", ""},
+    {"Capture::check_against: ", ""},
+    {"the unit was not made by Capture::end (a TinyJit's unit, or a concatenation)",
+     "the unit was not made by encore_capture_end (a jit's unit, or a concatenation)"},
+    {"declare it with Capture::add_input (encore_capture_add_input)", "declare it with encore_capture_add_input"},
+    {"(ExecutionUnit::bind_var, encore_unit_bind_var)", "(encore_unit_bind_var_int, encore_unit_bind_var_float)"},
+    {"(Capture::check_against / encore_capture_check_against compared", "(encore_capture_check_against compared"},
     {"Capture: another capture is already recording on this thread",
      "another capture (encore_capture_begin, or a jit's warm-up or capture) is already recording on this thread"},
     // steps that decide (src/exec/flow_items.cpp)

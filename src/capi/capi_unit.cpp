@@ -318,6 +318,13 @@ encore_status encore_capture_add_output(encore_capture cap, encore_buffer buf) {
   });
 }
 
+encore_status encore_capture_check_against(encore_capture cap, encore_unit previous) {
+  return guard(__func__, [&] {
+    auto c = get<CaptureObj>(cap, "cap");
+    c->cap->check_against(get<UnitObj>(previous, "previous")->unit);
+  });
+}
+
 encore_status encore_capture_end(encore_capture cap, encore_unit* out) {
   return guard(__func__, [&] {
     if (out) *out = nullptr;

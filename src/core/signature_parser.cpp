@@ -295,9 +295,24 @@ std::array<size_t, 3> reqd_size(const std::vector<std::string>& t, size_t from, 
 
 // Size and alignment of a by-value type under OpenCL's rules (a scalar or vector aligns to its size,
 // a 3-vector is a 4-vector, a struct to its largest member), or nullopt when not computable.
+// A type's size and alignment as OpenCL C lays it out, and its padding: the byte ranges [begin, end)
+// no member covers (between members, at a struct's end, a 3-vector's fourth lane). A struct whose
+// padding would take more than kMaxPadRanges ranges keeps none (its bytes are then compared whole).
 struct Layout {
   size_t size = 0, align = 1;
+  std::vector<std::pair<uint32_t, uint32_t>> pad;
+  bool pad_known = true;
 };
+constexpr size_t kMaxPadRanges = 256, kMaxLaidOut = size_t(1) << 32;
+void add_pad(Layout& l, size_t b, size_t e) {
+  if (b >= e) return;
+  if (!l.pad.empty() && l.pad.back().second == b) l.pad.back().second = static_cast<uint32_t>(e);
+  else l.pad.emplace_back(static_cast<uint32_t>(b), static_cast<uint32_t>(e));
+  if (l.pad.size() > kMaxPadRanges) {
+    l.pad.clear();
+    l.pad_known = false;
+  }
+}
 std::optional<Layout> layout_of(const std::string& type, const Decls& d, int depth);
 
 std::optional<Layout> struct_layout(const std::vector<std::string>& body, const Decls& d, int depth) {
@@ -318,15 +333,23 @@ std::optional<Layout> struct_layout(const std::vector<std::string>& body, const 
       size_t count = 1;
       ++i;
       while (i < member.size() && member[i] == "[") {
-        if (i + 2 >= member.size() || !is_number(member[i + 1]) || member[i + 2] != "]") return false;
+        if (i + 2 >= member.size() || !is_number(member[i + 1]) || member[i + 2] != "]" || member[i + 1].size() > 9) return false;
         count *= std::stoul(member[i + 1]);
+        if (count > kMaxLaidOut) return false;  // no by-value argument is this large
         i += 3;
       }
       if (i < member.size()) {
         if (member[i] != ",") return false;
         ++i;
       }
-      s.size = (s.size + t->align - 1) / t->align * t->align + t->size * count;
+      const size_t at = (s.size + t->align - 1) / t->align * t->align;
+      if (t->size * count > kMaxLaidOut || at + t->size * count > kMaxLaidOut) return false;
+      if (s.pad_known) add_pad(s, s.size, at);
+      s.pad_known = s.pad_known && t->pad_known && (t->pad.empty() || count * t->pad.size() <= kMaxPadRanges);
+      if (!s.pad_known) s.pad.clear();
+      for (size_t k = 0; s.pad_known && !t->pad.empty() && k < count; ++k)
+        for (auto [b, e] : t->pad) add_pad(s, at + k * t->size + b, at + k * t->size + e);
+      s.size = at + t->size * count;
       s.align = std::max(s.align, t->align);
     }
     return true;
@@ -341,16 +364,22 @@ std::optional<Layout> struct_layout(const std::vector<std::string>& body, const 
     }
   }
   if (!member.empty() || s.size == 0) return std::nullopt;
-  s.size = (s.size + s.align - 1) / s.align * s.align;
+  const size_t end = (s.size + s.align - 1) / s.align * s.align;
+  if (s.pad_known) add_pad(s, s.size, end);
+  s.size = end;
   return s;
 }
 
 std::optional<Layout> layout_of(const std::string& type, const Decls& d, int depth) {
   if (depth > 16) return std::nullopt;
-  if (auto t = scalar_dtype_of(type)) return Layout{size(*t), size(*t)};
+  if (auto t = scalar_dtype_of(type)) return Layout{size(*t), size(*t), {}, true};
   DType e{};
   uint8_t lanes = 0;
-  if (vector_type(type, e, lanes)) return Layout{size(e) * lanes, size(e) * lanes};
+  if (vector_type(type, e, lanes)) {
+    Layout v{size(e) * lanes, size(e) * lanes, {}, true};
+    if (type.back() == '3') add_pad(v, size(e) * 3, size(e) * 4);  // a 3-vector takes 4 lanes (vector_type counts 4)
+    return v;
+  }
   if (auto it = d.structs.find(type); it != d.structs.end()) {
     if (!it->second) return std::nullopt;
     return struct_layout(*it->second, d, depth);
@@ -450,7 +479,8 @@ std::vector<std::string> resolve_pointees(std::vector<KernelSignature>& sigs, co
     if (agree) decls = std::move(d);
     return *decls;
   };
-  for (KernelSignature& sig : sigs)
+  for (KernelSignature& sig : sigs) {
+    sig.padding.clear();
     for (KernelParam& p : sig.params) {
       p.pointee.reset();
       p.pointee_lanes = 1;
@@ -462,7 +492,11 @@ std::vector<std::string> resolve_pointees(std::vector<KernelSignature>& sigs, co
           if (!p.type_name.empty() && classify(p.type_name, scanned(), 0, t, lanes) == Pointee::checked && lanes == 1) p.scalar = t;
         }
         if (p.scalar) p.value_bytes = size(*p.scalar);
-        else if (auto l = layout_of(p.type_name, scanned(), 0)) p.value_bytes = l->size;
+        else if (auto l = layout_of(p.type_name, scanned(), 0)) {
+          p.value_bytes = l->size;
+          sig.padding.resize(sig.params.size());
+          sig.padding[static_cast<size_t>(&p - sig.params.data())] = std::move(l->pad);
+        }
         continue;
       }
       if (p.space == AddressSpace::local || p.type_name.empty() || p.type_name.back() != '*') continue;
@@ -482,6 +516,7 @@ std::vector<std::string> resolve_pointees(std::vector<KernelSignature>& sigs, co
           break;
       }
     }
+  }
   return notes;
 }
 

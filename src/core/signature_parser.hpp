@@ -9,8 +9,10 @@
 // name taken as undefined that the driver might define) is marked for the driver to confirm.
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/preprocessor.hpp"
@@ -27,6 +29,10 @@ struct KernelSignature {
   // Read from the source on an assumption (why): the OpenCL device confirms the whole program's
   // parameter lists with a metadata build. Empty when the source decides everything itself.
   std::string confirm{};
+  // Per parameter (empty, or one entry each): a by-value struct's or 3-vector's padding, the byte
+  // ranges [begin, end) no member covers. Launches zero them in the argument's copy, so bytes a
+  // kernel never reads (uninitialised padding of a host struct) cannot tell call 0 from call 1.
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> padding{};
 };
 
 struct SignatureRead {

@@ -141,7 +141,7 @@ template <class F> bool eval_with(const Size& s, const F& value, int64_t* out, c
       return true;
     }
     int64_t r;
-    if (__builtin_mul_overflow(s.mul(), value(*s.var()), &r) || __builtin_add_overflow(r, s.add(), &r)) {
+    if (!detail::affine_value(s.mul(), value(*s.var()), s.add(), &r)) {
       *bad = &s;
       return false;
     }
@@ -175,12 +175,13 @@ bool range_with(const Size& s, Size::Range* out, const Size** bad) {
       *out = {s.add(), s.add()};
       return true;
     }
-    Size::Range r;
-    if (!detail::size_range_op(Size::Op::mul, {s.mul(), s.mul()}, {s.var()->min(), s.var()->max()}, &r) ||
-        !detail::size_range_op(Size::Op::add, r, {s.add(), s.add()}, out)) {
+    // monotone in the variable: its extremes at the bounds' values
+    int64_t lo, hi;
+    if (!detail::affine_value(s.mul(), s.var()->min(), s.add(), &lo) || !detail::affine_value(s.mul(), s.var()->max(), s.add(), &hi)) {
       *bad = &s;
       return false;
     }
+    *out = {std::min(lo, hi), std::max(lo, hi)};
     return true;
   }
   Size::Range a, b;
@@ -239,7 +240,7 @@ int64_t Size::eval() const {
   auto value = [](const Variable& v) { return detail::var_value(*v.state()).i; };
   if (!node_) {  // the affine form: one lookup, no tree walk
     int64_t r;
-    if (!__builtin_mul_overflow(mul_, value(*var_), &r) && !__builtin_add_overflow(r, add_, &r)) return r;
+    if (detail::affine_value(mul_, value(*var_), add_, &r)) return r;
     eval_failed(*this, *this, value);
   }
   int64_t r = 0;

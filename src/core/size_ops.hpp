@@ -11,6 +11,16 @@ namespace encore::detail {
 // How deep Size nests operations: bounds a unit's evaluation stack (size_ref.cpp) and the parser.
 inline constexpr uint8_t kSizeMaxDepth = 32;
 
+// mul * v + add into *out; false when the value does not fit int64. Exact in 128 bits: an affine
+// form folded from steps that each fit ((n - 5) * 2 as 2n - 10) has a product that may not.
+inline bool affine_value(int64_t mul, int64_t v, int64_t add, int64_t* out) {
+  __extension__ typedef __int128 wide;
+  const wide r = static_cast<wide>(mul) * v + add;
+  if (r < INT64_MIN || r > INT64_MAX) return false;
+  *out = static_cast<int64_t>(r);
+  return true;
+}
+
 // a op b into *out; false on an int64 overflow or a division by zero.
 inline bool size_op(Size::Op op, int64_t a, int64_t b, int64_t* out) {
   switch (op) {

@@ -1,5 +1,8 @@
 // Device::launch: the arguments checked against the kernel's parameters (types, devices, sizes,
 // access), then run eagerly and recorded as a kernel item (src/exec/kernel_item.cpp).
+#include <algorithm>
+#include <memory>
+
 #include "encore/device.hpp"
 #include "encore/error.hpp"
 #include "exec/enqueue.hpp"
@@ -66,6 +69,19 @@ static void check_by_value(const KernelParam& p, const Arg& a, const std::string
                         std::to_string(a.value->size()) + " bytes");
 }
 
+// A struct's padding holds whatever the host left there (uninitialised bytes differ call to call):
+// the argument's copy gets zeros there, so only member bytes tell two calls' values apart.
+static void zero_padding(Arg& a, const std::vector<std::pair<uint32_t, uint32_t>>& pad) {
+  const std::vector<unsigned char>& v = *a.value;
+  bool dirty = false;
+  for (auto [b, e] : pad)
+    for (uint32_t k = b; k < e && !dirty; ++k) dirty = v[k] != 0;
+  if (!dirty) return;
+  auto z = std::make_shared<std::vector<unsigned char>>(v);
+  for (auto [b, e] : pad) std::fill(z->begin() + b, z->begin() + e, static_cast<unsigned char>(0));
+  a.value = std::move(z);
+}
+
 void Device::launch_args(const Kernel& k, const Sizes& global, const Sizes& local, std::vector<Arg> args, std::string name,
                          Estimate estimate) const {
   if (!k) throw ArgumentError("launch: null kernel");
@@ -101,6 +117,8 @@ void Device::launch_args(const Kernel& k, const Sizes& global, const Sizes& loca
         throw ArgumentError(where(i) + ": a const/__constant parameter cannot be written (access " + encore::name(a.access) + ")");
     } else if (a.kind == Arg::Kind::bytes || p.by_value_aggregate()) {
       check_by_value(p, a, where(i));
+      if (i < ki.sig->padding.size() && !ki.sig->padding[i].empty() && a.kind == Arg::Kind::bytes && a.value->size() == p.value_bytes)
+        zero_padding(a, ki.sig->padding[i]);
     } else {
       if (!p.scalar) throw ArgumentError(where(i) + ": unsupported parameter type " + p.type_name);
       if (a.kind != Arg::Kind::scalar && a.kind != Arg::Kind::variable)

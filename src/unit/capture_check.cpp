@@ -165,13 +165,13 @@ std::string sizes_str(const SeenSize* s, uint8_t n) {
   return out + "}";
 }
 
-std::string buf_str(const SeenBuf& b, int call, const Buffer* live) {
+std::string buf_str(const SeenBuf& b, const char* call, const Buffer* live) {
   std::string at = b.off != 0 ? " at byte " + std::to_string(b.off) : "";
   switch (b.cls) {
     case SeenBuf::Cls::none: return "no buffer";
     case SeenBuf::Cls::input: return "input " + std::to_string(b.id) + at;
     case SeenBuf::Cls::fresh:
-      return "a buffer allocated during call " + std::to_string(call) + " (" + std::to_string(b.bytes) + " bytes" + at + ")";
+      return "a buffer allocated during " + std::string(call) + " (" + std::to_string(b.bytes) + " bytes" + at + ")";
     case SeenBuf::Cls::other: {
       if (live) return "closure buffer " + live->describe();
       std::shared_ptr<BufferImpl> r = b.root.lock();
@@ -218,30 +218,41 @@ std::string bytes_str(const std::vector<unsigned char>& b) {
 
 }  // namespace
 
-void check_same_step(const CallRecord& c0, const CallRecord& c1, const std::vector<ExecItem>& items1, const std::vector<Buffer>& outputs1) {
-  static const char* off_switch =
-      " If the difference is meant to happen once and then stay (a flag set after call 0), switch this check off for this jit: "
-      "JitOptions::capture.check_closure = false. Only calls 0 and 1 are compared: a value that changes later is found by verify mode "
-      "(ENCORE_VERIFY=N).";
-  static const char* buffer_fix =
-      "Replay would use call 1's buffer on every call. A buffer that changes between calls must be an input: pass it as an argument "
-      "of the call (jit(buf, ...)).";
-  static const char* value_fix =
-      "Replay would use call 1's value on every call. A value that changes between calls must be a Variable: launch with the "
-      "Variable and pass it bound to each call (jit(..., v.bind(value))).";
+const CheckWords kJitWords{
+    "TinyJit capture check", "call 0", "call 1", "call 1 (the capture)",
+    " If the difference is meant to happen once and then stay (a flag set after call 0), switch this check off for this jit: "
+    "JitOptions::capture.check_closure = false. Only calls 0 and 1 are compared: a value that changes later is found by verify mode "
+    "(ENCORE_VERIFY=N).",
+    "Replay would use call 1's buffer on every call. A buffer that changes between calls must be an input: pass it as an argument "
+    "of the call (jit(buf, ...)).",
+    "Replay would use call 1's value on every call. A value that changes between calls must be a Variable: launch with the "
+    "Variable and pass it bound to each call (jit(..., v.bind(value)))."};
+
+const CheckWords kCaptureWords{
+    "Capture check", "the previous capture", "this capture", "this capture",
+    " (Capture::check_against / encore_capture_check_against compared this capture with the previous one.)",
+    "Replay would use this capture's buffer on every run. A buffer that changes between runs must be an input: declare it with "
+    "Capture::add_input (encore_capture_add_input) and bind it before each run.",
+    "Replay would use this capture's value on every run. A value that changes between runs must be a Variable: launch with the "
+    "Variable and bind it before each run (ExecutionUnit::bind_var, encore_unit_bind_var)."};
+
+void check_same_step(const CallRecord& c0, const CallRecord& c1, const std::vector<ExecItem>& items1, const std::vector<Buffer>& outputs1,
+                     const CheckWords& w) {
+  const char *off_switch = w.off_switch, *buffer_fix = w.buffer_fix, *value_fix = w.value_fix;
+  const std::string title = w.title, a0 = w.a, b1 = w.b;
   FreshPairing fp{std::vector<int64_t>(c0.fresh, -1), std::vector<int64_t>(c1.fresh, -1)};
   const std::vector<std::pair<uint32_t, uint32_t>> pairs = align_items(c0.items, c1.items);
   if (pairs.size() != c0.items.size() || pairs.size() != c1.items.size())
-    log(LogLevel::info, "TinyJit capture check: " + std::to_string(c0.items.size() - pairs.size()) + " items of call 0 and " +
-                            std::to_string(c1.items.size() - pairs.size()) + " of call 1 have no partner in the other call and were not compared");
+    log(LogLevel::info, title + ": " + std::to_string(c0.items.size() - pairs.size()) + " items of " + a0 + " and " +
+                            std::to_string(c1.items.size() - pairs.size()) + " of " + b1 + " have no partner in the other and were not compared");
   for (auto [i, j] : pairs) {
     const SeenItem &a = c0.items[i], &b = c1.items[j];
     const ExecItem& it = items1[j];
     auto fail = [&](const std::string& what, const std::string& v0, const std::string& v1, const char* fix) {
       std::string where = "item " + std::to_string(j) + " (" + item_str(it) + ")";
-      if (i != j) where += ", item " + std::to_string(i) + " of call 0,";
-      throw JitError("TinyJit capture check: the step's " + what + " in " + where + " differs between call 0 and call 1 (the capture): " + v0 +
-                     " in call 0, " + v1 + " in call 1. " + fix + off_switch);
+      if (i != j) where += ", item " + std::to_string(i) + " of " + a0 + ",";
+      throw JitError(title + ": the step's " + what + " in " + where + " differs between " + a0 + " and " + w.b_long + ": " + v0 + " in " +
+                     a0 + ", " + v1 + " in " + b1 + ". " + fix + off_switch);
     };
     auto arg_name = [&](uint32_t k) { return kind_of(it).operand_name(it, c1.args[b.first + k].arg); };
     std::vector<Operand> ops;
@@ -260,7 +271,7 @@ void check_same_step(const CallRecord& c0, const CallRecord& c1, const std::vect
         case Arg::Kind::buffer:
           if (const SeenBuf &xb = c0.bufs[x.buf], &yb = c1.bufs[y.buf]; !fp.same(xb, yb)) {
             bool other = xb.cls == SeenBuf::Cls::other && yb.cls == SeenBuf::Cls::other;
-            fail(arg_name(k), buf_str(xb, 0, nullptr), (other ? "another " : "") + buf_str(yb, 1, live), buffer_fix);
+            fail(arg_name(k), buf_str(xb, w.a, nullptr), (other ? "another " : "") + buf_str(yb, w.b, live), buffer_fix);
           }
           break;
         case Arg::Kind::scalar:
@@ -273,7 +284,12 @@ void check_same_step(const CallRecord& c0, const CallRecord& c1, const std::vect
                  "Variable \"" + y.var->name + "\" as " + std::string(name(y.dtype)), value_fix);
           break;
         case Arg::Kind::bytes:
-          if (*x.value != *y.value) fail(arg_name(k), bytes_str(*x.value), bytes_str(*y.value), value_fix);
+          // (padding is zeroed at launch where the layout is known: these are member bytes)
+          if (*x.value != *y.value)
+            fail(arg_name(k), bytes_str(*x.value), bytes_str(*y.value),
+                 "Replay would use the capture's bytes on every call, and a by-value struct or vector cannot be a Variable: pass "
+                 "the members that change as scalar parameters launched with Variables, or keep the value in a buffer passed as "
+                 "an input and take it as a __global const pointer.");
           break;
         case Arg::Kind::local:
           if (x.bits != y.bits)
@@ -296,27 +312,27 @@ void check_same_step(const CallRecord& c0, const CallRecord& c1, const std::vect
     if (a.host_slot != b.host_slot || a.host_offset != b.host_offset)
       fail("copyin source", source_str(a), source_str(b),
            "Only a copyin from a host span passed to the call (a std::span<const T> argument) uploads that call's bytes on replay; "
-           "any other copyin is replayed with call 1's bytes. Copy in from the span argument itself (or a subspan of it) on every call.");
+           "any other copyin is replayed with the capture's bytes. Copy in from the span argument itself (or a subspan of it) on every call.");
     if (it.kind == ItemKind::fill && (a.data_bytes != b.data_bytes || a.data_hash != b.data_hash))
       fail("fill value", "one value", "another value",
-           "A fill inside the step is replayed with call 1's value on every call. A value that changes between calls belongs in a "
+           "A fill inside the step is replayed with the capture's value on every call. A value that changes between calls belongs in a "
            "buffer passed as an input (or a kernel with a Variable argument).");
     if (a.data_bytes != b.data_bytes || a.data_hash != b.data_hash)
       fail("uploaded host data", std::to_string(a.data_bytes) + " bytes", "other bytes (" + std::to_string(b.data_bytes) + " bytes)",
-           "A copyin inside the step is replayed with call 1's bytes on every call. Pass host data that changes as a host span "
+           "A copyin inside the step is replayed with the capture's bytes on every call. Pass host data that changes as a host span "
            "argument (std::span<const T>) and copy in from it, or upload it outside the step into a buffer passed as an input.");
   }
   if (c0.outputs.size() != c1.outputs.size())
-    throw JitError("TinyJit capture check: call 0 returned " + std::to_string(c0.outputs.size()) + " buffers, call 1 (the capture) " +
-                   std::to_string(c1.outputs.size()) + ". Replay returns call 1's outputs on every call: host code must not steer "
+    throw JitError(title + ": " + a0 + " returned " + std::to_string(c0.outputs.size()) + " buffers, " + w.b_long + " " +
+                   std::to_string(c1.outputs.size()) + ". Replay returns " + b1 + "'s outputs on every call: host code must not steer "
                    "what the step returns." + off_switch);
   for (size_t k = 0; k < c0.outputs.size(); ++k)
     if (!fp.same(c0.outputs[k], c1.outputs[k])) {
       const Buffer* live = outputs1[k] ? &outputs1[k] : nullptr;
       bool other = c0.outputs[k].cls == SeenBuf::Cls::other && c1.outputs[k].cls == SeenBuf::Cls::other;
-      throw JitError("TinyJit capture check: output " + std::to_string(k) + " differs between call 0 and call 1 (the capture): " +
-                     buf_str(c0.outputs[k], 0, nullptr) + " in call 0, " + (other ? "another " : "") + buf_str(c1.outputs[k], 1, live) +
-                     " in call 1. Replay returns call 1's output on every call; a buffer that changes between calls must be an input." +
+      throw JitError(title + ": output " + std::to_string(k) + " differs between " + a0 + " and " + w.b_long + ": " +
+                     buf_str(c0.outputs[k], w.a, nullptr) + " in " + a0 + ", " + (other ? "another " : "") + buf_str(c1.outputs[k], w.b, live) +
+                     " in " + b1 + ". Replay returns " + b1 + "'s output on every call; a buffer that changes between calls must be an input." +
                      off_switch);
     }
 }

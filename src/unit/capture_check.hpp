@@ -77,10 +77,18 @@ struct CallRecord {
 CallRecord summarize_call(const std::vector<ExecItem>& items, const std::vector<Buffer>& inputs, const std::vector<Buffer>& outputs,
                           uint64_t capture_id);
 
+// How the messages name the two recordings and the fixes: TinyJit's calls 0 and 1, or an explicit
+// Capture and the one before it (Capture::check_against).
+struct CheckWords {
+  const char *title, *a, *b, *b_long;  // "TinyJit capture check", "call 0", "call 1", "call 1 (the capture)"
+  const char *off_switch, *buffer_fix, *value_fix;
+};
+extern const CheckWords kJitWords, kCaptureWords;
+
 // JitError at the first difference between call 0 and call 1 (`items1`/`outputs1`: call 1 as
 // recorded, for the message), naming the item, the argument, both values and the fix.
 void check_same_step(const CallRecord& call0, const CallRecord& call1, const std::vector<ExecItem>& items1,
-                     const std::vector<Buffer>& outputs1);
+                     const std::vector<Buffer>& outputs1, const CheckWords& words = kJitWords);
 
 // Pairs (index in a, index in b) of the alignment described above, in increasing order.
 std::vector<std::pair<uint32_t, uint32_t>> align_items(const std::vector<SeenItem>& a, const std::vector<SeenItem>& b);

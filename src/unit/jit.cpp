@@ -51,10 +51,10 @@ std::vector<unsigned char> read_all(const Buffer& b) {
   return v;
 }
 
+// Puts back bytes read_all took, without a version bump: verify restores versions itself.
 void write_all(const Buffer& b, const std::vector<unsigned char>& v) {
   BufferImpl& i = *b.impl();
   i.dev->write(i.root()->mem, i.offset, v.data(), v.size(), true);
-  i.bump();
 }
 
 // First differing element of two host copies of `b`, or "" when equal.
@@ -80,6 +80,7 @@ struct Capture::State {
   std::shared_ptr<ArenaPool> pool;  // a TinyJit's shared arenas (null: the unit's own)
   const char* nothing_recorded = "Capture::end: no device work was issued on this thread during the capture";
   bool active = true;
+  std::shared_ptr<const CallRecord> previous;  // Capture::check_against's recording
 };
 
 namespace detail {
@@ -99,11 +100,17 @@ struct CaptureAccess {
     std::vector<ExecItem> items = std::move(s.rec->items);
     if (items.empty()) throw JitError(s.nothing_recorded);
     if (check) (*check)(items, s.rec->id);
+    // an explicit capture keeps its compact form for the next one to compare with
+    std::shared_ptr<const CallRecord> recorded;
+    if (!check) recorded = std::make_shared<const CallRecord>(summarize_call(items, s.inputs, s.outputs, s.rec->id));
+    if (s.previous) check_same_step(*s.previous, *recorded, items, s.outputs, kCaptureWords);
     std::vector<BufferImpl*> internal = find_internal(items, s.rec->id);
     std::vector<std::vector<unsigned char>> hosts;  // each host input's bytes now: its first binding
     for (auto [p, n] : s.rec->hosts) hosts.emplace_back(p, p + n);
-    return UnitAccess::wrap(
+    ExecutionUnit u = UnitAccess::wrap(
         make_unit(std::move(items), s.inputs, s.outputs, s.opt, std::move(internal), {s.rec->id}, s.pool, std::move(hosts)));
+    UnitImpl::of(u).recorded = std::move(recorded);
+    return u;
   }
 };
 
@@ -124,6 +131,7 @@ struct JitCore::State {
   // verify mode
   std::vector<Buffer> state;          // non-internal storages the unit touches (roots)
   std::vector<std::vector<unsigned char>> before, eager_state, eager_out;
+  std::vector<uint64_t> versions;     // of `state` then the inputs' roots, before the eager run
 };
 
 JitCore::JitCore(JitOptions o) : opt(o), verify_left(o.verify), s_(std::make_unique<State>()) {}
@@ -270,8 +278,13 @@ Buffer JitCore::output_now(size_t k) {
 
 void JitCore::verify_begin() {
   s_->before.clear();
-  for (const Buffer& b : s_->state) s_->before.push_back(read_all(b));
-  for (size_t i = 0; i < unit.num_inputs(); ++i) s_->before.push_back(read_all(unit.input(i).base()));
+  s_->versions.clear();
+  auto take = [&](const Buffer& b) {
+    s_->before.push_back(read_all(b));
+    s_->versions.push_back(b.impl()->root()->version.load(std::memory_order_acquire));
+  };
+  for (const Buffer& b : s_->state) take(b);
+  for (size_t i = 0; i < unit.num_inputs(); ++i) take(unit.input(i).base());
 }
 
 void JitCore::verify_after_eager(const std::vector<Buffer>& eager_outputs) {
@@ -280,10 +293,17 @@ void JitCore::verify_after_eager(const std::vector<Buffer>& eager_outputs) {
   for (const Buffer& b : s_->state) s_->eager_state.push_back(read_all(b));
   for (size_t i = 0; i < unit.num_inputs(); ++i) s_->eager_state.push_back(read_all(unit.input(i).base()));
   for (const Buffer& b : eager_outputs) s_->eager_out.push_back(read_all(b));
-  // restore what the eager run changed, so the replay starts from the same state
+  // Restore what the eager run changed, so the replay starts from the same state, and the versions
+  // too: the eager run's writes bump them, and a replay that saw them bumped would re-run its
+  // one-time items. A wrongly pruned item (encore::out on a buffer the kernel accumulates into)
+  // would then run in exactly the verified replays and be skipped from the first unverified one.
   size_t k = 0;
-  for (const Buffer& b : s_->state) write_all(b, s_->before[k++]);
-  for (size_t i = 0; i < unit.num_inputs(); ++i) write_all(unit.input(i).base(), s_->before[k++]);
+  auto put = [&](const Buffer& b) {
+    write_all(b, s_->before[k]);
+    b.impl()->root()->version.store(s_->versions[k++], std::memory_order_release);
+  };
+  for (const Buffer& b : s_->state) put(b);
+  for (size_t i = 0; i < unit.num_inputs(); ++i) put(unit.input(i).base());
 }
 
 void JitCore::verify_finish() {
@@ -435,6 +455,15 @@ void Capture::add_output(const Buffer& b) {
 size_t Capture::items_recorded() const { return s_->rec->items.size(); }
 
 ExecutionUnit Capture::end() { return CaptureAccess::end(*this, nullptr); }
+
+void Capture::check_against(const ExecutionUnit& previous) {
+  if (!previous) throw JitError("Capture::check_against: null unit");
+  const std::shared_ptr<const CallRecord>& r = UnitImpl::of(previous).recorded;
+  if (!r)
+    throw JitError("Capture::check_against: the unit was not made by Capture::end (a TinyJit's unit, or a concatenation): there is "
+                   "no recording of its step to compare with");
+  s_->previous = r;
+}
 
 
 }  // namespace encore

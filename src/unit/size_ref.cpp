@@ -44,7 +44,7 @@ int64_t eval_size(const SizeProgram& p, const std::vector<VarValue>& vals, const
   for (const SizeInstr& in : p.code) {
     if (in.op == Size::Op::leaf) {
       int64_t r = in.add;
-      if (in.var >= 0 && (__builtin_mul_overflow(in.mul, vals[static_cast<size_t>(in.var)].i, &r) || __builtin_add_overflow(r, in.add, &r))) {
+      if (in.var >= 0 && !affine_value(in.mul, vals[static_cast<size_t>(in.var)].i, in.add, &r)) {
         ok = false;
         break;
       }

@@ -260,9 +260,13 @@ struct ArenaPool {
   void release_unused();
 };
 
+struct CallRecord;
 struct UnitImpl {
   static UnitImpl& of(const ExecutionUnit& u);
   Plan plan;
+  // An explicit Capture's items in the capture check's compact form, for the next capture of the
+  // same step to compare with (Capture::check_against); null for TinyJit's and concatenated units.
+  std::shared_ptr<const CallRecord> recorded;
   std::unique_ptr<Binding> bound;  // null until bound, and after free_intermediates
   // what persists across rebinding
   std::vector<Buffer> inputs;            // bound now, per slot

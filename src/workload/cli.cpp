@@ -69,7 +69,8 @@ int bench_main(int argc, const char* const* argv, const std::function<void(RunOp
       ("format", po::value<std::string>()->default_value("encore"),
        "--json format: encore (the report; an array for several workloads) or gbench (Google Benchmark JSON, for compare.py)")
       ("dump", po::value<std::string>(), "write state buffers and the last call's outputs as DIR/NAME.bin")
-      ("trace", po::value<std::string>(), "write a Chrome trace-event file of the run (Perfetto, chrome://tracing)");
+      ("trace", po::value<std::string>(), "write a Chrome trace-event file of the run (Perfetto, chrome://tracing)")
+      ("root", po::value<std::string>(), "read only files inside DIR (source_file, file, files): for workload files from elsewhere");
   po::options_description hidden;
   hidden.add_options()("command", po::value<std::string>())("workload", po::value<std::vector<std::string>>());
   po::options_description all;
@@ -132,7 +133,7 @@ int bench_main(int argc, const char* const* argv, const std::function<void(RunOp
     if (!trace.empty()) encore::profile::start();
     for (const auto& f : files) {
       file = f.string();
-      Workload w = load(f);
+      Workload w = load(f, vm.count("root") ? std::filesystem::path(vm["root"].as<std::string>()) : std::filesystem::path());
       if (cmd == "check") {
         validate_sets(w, dev);
         std::cout << file << ": valid (" << w.step.size() << " items" << (w.sets.empty() ? "" : ", " + std::to_string(w.sets.size()) + " shape sets")

@@ -4,9 +4,11 @@
 #include <cfloat>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <numeric>
 #include <sstream>
 
+#include "core/size_ops.hpp"
 #include "workload/init.hpp"
 #include "workload/reader.hpp"
 
@@ -51,9 +53,19 @@ std::string dtype_list() {
   return s;
 }
 
-std::filesystem::path resolve(const std::filesystem::path& base, const std::string& rel) {
+// `rel` against the workload's folder; with a root (--root), a path that leaves it (absolute, `..`,
+// or a symbolic link out) is the file's error.
+std::filesystem::path resolve(const std::filesystem::path& base, const std::string& rel, const std::filesystem::path& root,
+                              const std::string& path) {
   std::filesystem::path p(rel);
-  return p.is_absolute() ? p : base / p;
+  p = p.is_absolute() ? p : base / p;
+  if (root.empty()) return p;
+  std::error_code er, ec;
+  const std::filesystem::path r = std::filesystem::weakly_canonical(root, er), c = std::filesystem::weakly_canonical(p, ec);
+  const std::filesystem::path inside = c.lexically_relative(r);
+  if (er || ec || inside.empty() || inside.is_absolute() || *inside.begin() == "..")
+    fail(path, quote(rel) + " is outside the root " + quote(root.string()) + " (--root confines the files a workload may read)");
+  return p;
 }
 
 std::string read_file(const std::filesystem::path& p, const std::string& path) {
@@ -74,6 +86,7 @@ void check_name(const std::string& n, const std::string& path, const char* what)
 
 struct Parser {
   Workload w;
+  std::filesystem::path root;  // --root: the folder files must lie in (empty: anywhere)
 
   void tolerance(const JNode& n, const std::string& path) {
     Obj o(n, path);
@@ -100,7 +113,7 @@ struct Parser {
       if (!src == !file) fail(p, "needs exactly one of \"source\" and \"source_file\"");
       if (src) s.source = as_string(*src, po.at("source"));
       if (file) {
-        s.source_file = resolve(w.base_dir, as_string(*file, po.at("source_file")));
+        s.source_file = resolve(w.base_dir, as_string(*file, po.at("source_file")), root, po.at("source_file"));
         s.source = read_file(s.source_file, po.at("source_file"));
       }
       if (const JNode* opt = po.opt("options")) s.options = as_string(*opt, po.at("options"));
@@ -111,7 +124,7 @@ struct Parser {
 
   // One init file: resolved against the workload's directory, of exactly the buffer's size.
   std::filesystem::path init_file(const BufferSpec& b, const JNode& n, const std::string& path) {
-    std::filesystem::path file = resolve(w.base_dir, as_string(n, path));
+    std::filesystem::path file = resolve(w.base_dir, as_string(n, path), root, path);
     std::error_code ec;
     if (!std::filesystem::is_regular_file(file, ec)) fail(path, "cannot read " + quote(file.string()) + ": no such file");
     uint64_t have = std::filesystem::file_size(file, ec);
@@ -140,6 +153,10 @@ struct Parser {
       if (a.size() != 2) fail(o.at("uniform"), "expected [lo, hi]");
       in.lo = as_double(a[0], index(o.at("uniform"), 0));
       in.hi = as_double(a[1], index(o.at("uniform"), 1));
+      // the generator draws lo + (hi - lo) * u: a span beyond double's range makes every value inf or nan
+      if (!std::isfinite(in.hi - in.lo))
+        fail(o.at("uniform"), "hi - lo = " + std::to_string(in.hi) + " - " + std::to_string(in.lo) +
+                                  " overflows a double (the values are lo + (hi - lo) * u); narrow the range");
       if (const JNode* s = o.opt("seed")) in.seed = as_int_mod64(*s, o.at("seed"));
     } else if (const JNode* v = o.opt("arange")) {
       in.kind = Init::Kind::arange;
@@ -259,12 +276,14 @@ struct Parser {
   const std::vector<Variable>& size_vars() {
     if (size_vars_.size() != w.variables.size()) {
       size_vars_.clear();
+      parsed_.clear();
       for (const VariableSpec& v : w.variables)
         size_vars_.push_back(v.type == VarType::i64 ? Variable(v.name, v.min, v.max) : Variable::f64(v.name, v.fmin, v.fmax));
     }
     return size_vars_;
   }
   std::vector<Variable> size_vars_;
+  std::map<std::string, Size> parsed_;  // size expressions by text, over size_vars_
 
   // Call `call` binds values[call % len] of each variable.
   int64_t size_value(const SizeExpr& e, size_t call, const std::string& path) {
@@ -275,9 +294,12 @@ struct Parser {
       const int64_t x = v.ivalues[call % v.ivalues.size()];
       vals.push_back(BoundVar{size_vars()[k], x, static_cast<double>(x)});
     }
-    BindingScope scope(vals);
     try {
-      return Size::parse(e.expr, size_vars()).eval();
+      // parsed once per text: a check evaluates each expression for up to 2^20 calls
+      auto it = parsed_.find(e.expr);
+      if (it == parsed_.end()) it = parsed_.emplace(e.expr, Size::parse(e.expr, size_vars())).first;
+      BindingScope scope(vals);
+      return it->second.eval();
     } catch (const ArgumentError& err) {
       fail(path, std::string(err.what()) + " (call " + std::to_string(call) + ")");
     }
@@ -333,7 +355,7 @@ struct Parser {
     o.done("var, mul, add");
     for (size_t k = 0; k < w.variables[e.var].ivalues.size(); ++k) {
       int64_t v = w.variables[e.var].ivalues[k], r = 0;
-      if (__builtin_mul_overflow(e.mul, v, &r) || __builtin_add_overflow(r, e.add, &r))
+      if (!encore::detail::affine_value(e.mul, v, e.add, &r))
         fail(path, "overflows with " + w.variables[e.var].name + " = " + std::to_string(v));
       if (r < 0) fail(path, "is negative (" + std::to_string(r) + ") with " + w.variables[e.var].name + " = " + std::to_string(v));
     }
@@ -618,7 +640,7 @@ void substitute(JNode& n, const Shapes& sh, size_t set, const std::string& path)
   if (const JNode* a = o.opt("add")) add = as_int(*a, o.at("add"), INT32_MIN, INT32_MAX);
   o.done("shape, mul, add");
   const int64_t v = sh.values[size_t(it - sh.names.begin())][set];
-  if (__builtin_mul_overflow(mul, v, &r) || __builtin_add_overflow(r, add, &r))
+  if (!encore::detail::affine_value(mul, v, add, &r))
     fail(path, "overflows with " + name + " = " + std::to_string(v));
   JNode num;
   num.kind = JNode::Kind::number;
@@ -633,6 +655,16 @@ void substitute(JNode& n, const Shapes& sh, size_t set, const std::string& path)
 // variables, and tells the sets apart by their inputs' sizes.
 void check_sets(const std::vector<Workload>& sets) {
   const Workload& a = sets.front();
+  // each set's input counts, to the first set that has them: one lookup per set (a pairwise
+  // comparison took minutes for 50k sets)
+  std::map<std::vector<size_t>, size_t> seen;
+  auto inputs_of = [&](const Workload& w) {
+    std::vector<size_t> c;
+    for (size_t i = 0; i < a.buffers.size(); ++i)
+      if (a.buffers[i].role == Role::input) c.push_back(w.buffers[i].count);
+    return c;
+  };
+  seen.emplace(inputs_of(a), 0);
   for (size_t k = 1; k < sets.size(); ++k) {
     const Workload& b = sets[k];
     for (size_t v = 0; v < a.variables.size(); ++v) {
@@ -647,31 +679,28 @@ void check_sets(const std::vector<Workload>& sets) {
                                                            std::to_string(x.count) + " (set 0) cannot change (" + std::to_string(y.count) +
                                                            " in set " + std::to_string(k) + ")");
     }
-    for (size_t j = 0; j < k; ++j) {
-      bool same = true;
-      for (size_t i = 0; i < a.buffers.size(); ++i)
-        if (a.buffers[i].role == Role::input) same &= sets[j].buffers[i].count == b.buffers[i].count;
-      if (same)
-        fail("shapes", "sets " + std::to_string(j) + " and " + std::to_string(k) +
-                           " give every input buffer the same count: a jit tells its captures apart by their inputs' sizes, "
-                           "so a size that changes while the inputs keep theirs must be a variable");
+    if (auto [it, fresh] = seen.emplace(inputs_of(b), k); !fresh) {
+      fail("shapes", "sets " + std::to_string(it->second) + " and " + std::to_string(k) +
+                         " give every input buffer the same count: a jit tells its captures apart by their inputs' sizes, "
+                         "so a size that changes while the inputs keep theirs must be a variable");
     }
   }
 }
 
-Workload parse_one(const JNode& root, const std::filesystem::path& base_dir) {
+Workload parse_one(const JNode& doc, const std::filesystem::path& base_dir, const std::filesystem::path& root) {
   Parser p;
   p.w.base_dir = base_dir;
-  p.top(root);
+  p.root = root;
+  p.top(doc);
   return std::move(p.w);
 }
 
 }  // namespace
 
-Workload parse(std::string_view json, const std::filesystem::path& base_dir) {
+Workload parse(std::string_view json, const std::filesystem::path& base_dir, const std::filesystem::path& files_root) {
   JNode root = parse_json(json);
   auto shapes = std::find_if(root.members.begin(), root.members.end(), [](const auto& m) { return m.first == "shapes"; });
-  if (root.kind != JNode::Kind::object || shapes == root.members.end()) return parse_one(root, base_dir);
+  if (root.kind != JNode::Kind::object || shapes == root.members.end()) return parse_one(root, base_dir, files_root);
   const Shapes sh = read_shapes(shapes->second);
   root.members.erase(shapes);
   std::vector<Workload> sets;
@@ -679,7 +708,7 @@ Workload parse(std::string_view json, const std::filesystem::path& base_dir) {
     JNode doc = root;
     try {
       substitute(doc, sh, k, "");
-      sets.push_back(parse_one(doc, base_dir));
+      sets.push_back(parse_one(doc, base_dir, files_root));
     } catch (const WorkloadError& e) {
       std::string where = "shape set " + std::to_string(k) + " (";
       for (size_t i = 0; i < sh.names.size(); ++i) where += (i ? ", " : "") + sh.names[i] + " = " + std::to_string(sh.values[i][k]);
@@ -694,9 +723,9 @@ Workload parse(std::string_view json, const std::filesystem::path& base_dir) {
   return w;
 }
 
-Workload load(const std::filesystem::path& file) {
+Workload load(const std::filesystem::path& file, const std::filesystem::path& root) {
   std::string text = read_file(file, "");
-  return parse(text, file.parent_path().empty() ? std::filesystem::path(".") : file.parent_path());
+  return parse(text, file.parent_path().empty() ? std::filesystem::path(".") : file.parent_path(), root);
 }
 
 }  // namespace workload

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <new>
+#include <unistd.h>
 
 #include "workload/reader.hpp"
 
@@ -123,10 +125,24 @@ class Runner {
 
   Buffer make(size_t b, uint64_t set) const {
     const BufferSpec& s = w_.buffers[b];
-    Buffer buf = dev_.alloc(s.dtype, s.count);
-    buf.set_name(s.name);
-    buf.copyin_bytes(initial_bytes(w_, b, set).data(), buf.nbytes());
-    return buf;
+    // its initial contents are generated in host memory first: more than the host has is the
+    // file's error, said before trying (a bare std::bad_alloc, or the OOM killer, otherwise)
+    const double bytes = static_cast<double>(s.count) * static_cast<double>(size(s.dtype));
+    const double host = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+    auto too_large = [&] {
+      return WorkloadError("buffers." + s.name + ".count", std::to_string(s.count) + " x " + std::string(name(s.dtype)) + " = " +
+                                                               std::to_string(static_cast<uint64_t>(bytes)) + " bytes of initial contents " +
+                                                               "do not fit in this host's memory (" + std::to_string(static_cast<uint64_t>(host)) + " bytes)");
+    };
+    if (host > 0 && bytes > host) throw too_large();
+    try {
+      Buffer buf = dev_.alloc(s.dtype, s.count);
+      buf.set_name(s.name);
+      buf.copyin_bytes(initial_bytes(w_, b, set).data(), buf.nbytes());
+      return buf;
+    } catch (const std::bad_alloc&) {
+      throw too_large();
+    }
   }
 
   std::vector<Buffer> make_resident() const {

@@ -215,6 +215,34 @@ int main(void) {
   EXPECT_TRUE(same(got, hacc, "jit: acc (state)", call));
   EXPECT_OK(encore_jit_destroy(jit));
 
+  /* ---- the explicit path's capture check: a frame's dt as a plain float, compared with the
+   * previous frame's capture, is refused (replay would freeze it) */
+  {
+    encore_unit f0 = NULL, f1 = NULL;
+    encore_buffer t = NULL;
+    size_t n = N;
+    REQUIRE_OK(encore_buffer_alloc(c.dev, ENCORE_F32, N, &t));
+    for (int frame = 0; frame < 3; ++frame) {
+      float dt = frame == 2 ? 0.5f : 0.25f;
+      encore_arg args[3] = {encore_arg_in(xs[0]), encore_arg_out(t), encore_arg_f32(dt)};
+      REQUIRE_OK(encore_capture_begin(NULL, &cap));
+      REQUIRE_OK(encore_capture_add_input(cap, xs[0], NULL));
+      if (f0) REQUIRE_OK(encore_capture_check_against(cap, f0));
+      REQUIRE_OK(encore_launch(c.dev, c.affine, &n, NULL, 1, args, 3));
+      if (frame == 0) {
+        REQUIRE_OK(encore_capture_end(cap, &f0));
+      } else if (frame == 1) { /* the same dt: passes */
+        EXPECT_OK(encore_capture_end(cap, &f1));
+      } else {
+        EXPECT_ERR(encore_capture_end(cap, &f1), ENCORE_ERROR_JIT, "must be a Variable");
+      }
+    }
+    EXPECT_ERR(encore_capture_check_against(NULL, f0), ENCORE_ERROR_INVALID_HANDLE, "cap");
+    if (f1) EXPECT_OK(encore_unit_destroy(f1));
+    EXPECT_OK(encore_unit_destroy(f0));
+    EXPECT_OK(encore_buffer_destroy(t));
+  }
+
   for (int k = 0; k < NX; ++k) EXPECT_OK(encore_buffer_destroy(xs[k]));
   EXPECT_OK(encore_buffer_destroy(c.acc));
   EXPECT_OK(encore_variable_destroy(c.a));

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "encore/workload.hpp"
@@ -108,6 +109,28 @@ TEST(WorkloadParse, MissingSourceFile) {
   j.replace(j.find("\"x\": "), 5, "\"options\": ");
   expect_error(j, "programs.p.source_file", "no such file");
 }
+// --root: files a workload names must resolve inside the root (no absolute path, no `..` out).
+TEST(WorkloadParse, RootConfinesFiles) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(testing::TempDir()) / "encore_wl_root", in = dir / "in";
+  fs::create_directories(in / "sub");
+  const char* k = "__kernel void addk(__global const float* a, __global float* b, int n) { }";
+  std::ofstream(in / "sub" / "k.cl") << k;
+  std::ofstream(dir / "out.cl") << k;
+  auto with = [](const std::string& file) {
+    std::string j = base();
+    j.replace(j.find("\"source\": "), 10, "\"source_file\": \"" + file + "\", \"x\": ");
+    j.replace(j.find("\"x\": "), 5, "\"options\": ");
+    return j;
+  };
+  EXPECT_NO_THROW(wl::parse(with("sub/k.cl"), in, in));
+  EXPECT_NO_THROW(wl::parse(with("sub/../sub/k.cl"), in, in));
+  EXPECT_NO_THROW(wl::parse(with("../out.cl"), in));  // trusted without a root
+  for (const std::string& f : {std::string("../out.cl"), (dir / "out.cl").string(), std::string("sub/../../out.cl")}) {
+    const std::string what = expect_workload_error([&] { wl::parse(with(f), in, in); }, "programs.p.source_file", "outside the root");
+    EXPECT_NE(what.find(f), std::string::npos) << what;
+  }
+}
 TEST(WorkloadParse, MoreInvalid) {
   expect_error("{", "", "invalid JSON");
   expect_error("[]", "", "expected an object");
@@ -117,6 +140,9 @@ TEST(WorkloadParse, MoreInvalid) {
   expect_error(base(R"(, "x": {"dtype": "u8", "count": 1, "role": "state", "init": {"fill": 256}})"), "buffers.x.init.fill", "does not fit");
   expect_error(base(R"(, "x": {"dtype": "u8", "count": 300, "role": "state", "init": {"arange": [0, 1]}})"), "buffers.x.init", "element 299");
   expect_error(base(R"(, "x": {"dtype": "f16", "count": 8, "role": "state", "init": {"uniform": [66000, 70000]}})"), "buffers.x.init", "does not fit");
+  // hi - lo overflows: every drawn value would be inf (or nan), stored silently in an f64 buffer
+  expect_error(base(R"(, "x": {"dtype": "f64", "count": 8, "role": "state", "init": {"uniform": [-1e308, 1e308]}})"), "buffers.x.init.uniform",
+               "overflows a double");
   expect_error(base(R"(, "x": {"dtype": "f32", "count": 1, "role": "state", "init": {"fill": 1, "seed": 2}})"), "buffers.x.init.seed", "unknown key");
   expect_error(base(R"(, "x": {"dtype": "f32", "count": 1, "role": "state", "init": "ones"})"), "buffers.x.init", "zeros");
   expect_error(base("", R"({"launch": "q.addk", "args": [], "global": [1]})"), "step[0].launch", "unknown program");

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
 
 #include "encore/profile.hpp"
 #include "encore/workload.hpp"
@@ -128,6 +131,26 @@ TEST(WorkloadRun, VariablesSizesAndDtypes) {
 TEST(WorkloadRun, NullDevice) {
   BenchRun r = bench({"run", kData + "small.json", "--device", "NULL", "--calls", "3"});
   EXPECT_EQ(r.rc, 0) << r.out << r.err;
+}
+
+// A state of 1 TiB: more than the host has is the file's error with the buffer's path, said before
+// any allocation (it ended as a bare std::bad_alloc).
+TEST(WorkloadRun, StateLargerThanTheHostIsAFileError) {
+  std::ifstream in(kData + "small.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto swap = [&](const std::string& from, const std::string& to) {
+    size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+  };
+  swap("\"small.cl\"", "\"" + kData + "small.cl\"");
+  swap("\"counter\": {\"dtype\": \"i32\", \"count\": 1,", "\"counter\": {\"dtype\": \"i32\", \"count\": 274877906944,");
+  const std::string file = temp_path("huge_state.json");
+  std::ofstream(file) << text;
+  BenchRun r = bench({"run", file, "--device", "NULL", "--calls", "2"});
+  EXPECT_EQ(r.rc, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("buffers.counter.count: 274877906944 x i32 = 1099511627776 bytes"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("do not fit in this host's memory"), std::string::npos) << r.err;
 }
 
 TEST(WorkloadRun, MismatchExitsOneAndNamesIt) {
