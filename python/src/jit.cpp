@@ -191,9 +191,12 @@ class PyJit {
         py::array a = contiguous(h);
         if (!a.is(h)) {
           // the step gets the contiguous copy, so its copyin reads inside the host span
-          if (!copied) step = py::reinterpret_steal<py::tuple>(PyTuple_GetSlice(args.ptr(), 0, static_cast<py::ssize_t>(n)));
+          if (!copied) {
+            step = py::tuple(n);  // a new tuple (a full slice would be `args` itself)
+            for (size_t j = 0; j < n; ++j) step[j] = args[j];
+          }
           copied = true;
-          PyTuple_SetItem(step.ptr(), static_cast<py::ssize_t>(i), a.inc_ref().ptr());
+          step[i] = a;
         }
         e.kind = Entry::is_host;
         e.span = {a.data(), static_cast<size_t>(a.size()), static_cast<uint8_t>(a.itemsize())};
