@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include <optional>
+#include <type_traits>
 
 #include "encore/encore.hpp"
 
@@ -22,6 +23,43 @@ py::dtype to_numpy(encore::DType t);
 // A numpy array's bytes as encore would read them: C-contiguous, native byte order, a dtype with
 // an encore match (TypeError otherwise). Copies only when the array is not C-contiguous.
 py::array contiguous(const py::handle& a);
+
+// The C++ object a Python object of bound class T holds, or null when it is not a T: an exact
+// type check and pybind11's simple instance layout, without the registry lookups of cast<T>
+// (the jit call's hot path; a subclass takes the general way).
+template <class T> T* fast_cast(py::handle h) {
+  static PyTypeObject* const type = reinterpret_cast<PyTypeObject*>(py::type::of<T>().ptr());
+  if (Py_TYPE(h.ptr()) == type) {
+    auto* inst = reinterpret_cast<py::detail::instance*>(h.ptr());
+    if (inst->simple_layout) return static_cast<T*>(inst->simple_value_holder[0]);
+  }
+  return py::isinstance<T>(h) ? &h.cast<T&>() : nullptr;
+}
+
+// Sets the current Python error from the exception being handled, as pybind11's dispatcher does.
+void set_python_error();
+
+// Installs `fn(self, args_tuple) -> py::object` as the tp_call of bound class T (keyword
+// arguments refused): a call without pybind11's dispatcher.
+template <class T, class Fn> void fast_call(py::handle cls, Fn) {
+  static_assert(std::is_empty_v<Fn>, "fast_call takes a capture-less function");
+  auto* t = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  t->tp_call = [](PyObject* self, PyObject* args, PyObject* kw) -> PyObject* {
+    if (kw && PyDict_GET_SIZE(kw)) {
+      PyErr_SetString(PyExc_TypeError, "takes positional arguments only");
+      return nullptr;
+    }
+    try {
+      T* obj = fast_cast<T>(self);
+      if (!obj) throw py::type_error("not an instance of its class");
+      return Fn{}(*obj, args).release().ptr();
+    } catch (...) {
+      set_python_error();
+      return nullptr;
+    }
+  };
+  PyType_Modified(t);
+}
 
 void init_errors(py::module_& m);
 void init_core(py::module_& m);

@@ -33,6 +33,21 @@ template <class... KV> void raise(PyObject* cls, const char* what, KV&&... attrs
 
 }  // namespace
 
+void set_python_error() {
+  try {
+    throw;
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (py::builtin_exception& e) {
+    e.set_error();
+  } catch (...) {
+    // encore's errors and the rest: the translators pybind11 knows (ours first)
+    if (py::detail::apply_exception_translators(py::detail::get_local_internals().registered_exception_translators)) return;
+    if (py::detail::apply_exception_translators(py::detail::get_internals().registered_exception_translators)) return;
+    PyErr_SetString(PyExc_SystemError, "encore: an exception no translator knows");
+  }
+}
+
 void init_errors(py::module_& m) {
   error_cls = make_class(m, "Error", PyExc_RuntimeError, "Every error encore raises derives from encore.Error.");
   argument_cls = make_class(m, "ArgumentError", error_cls, "A bad argument: wrong kernel argument, out-of-range variable, misaligned view.");

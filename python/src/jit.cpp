@@ -32,7 +32,7 @@ struct Entry {
 struct CallPack {
   std::vector<Entry> entries;
   int64_t kinds = 0;          // each position's kind: the last key of the signature
-  py::tuple step_args;        // what the step is called with (arrays made C-contiguous)
+  py::object step_args;       // what the step is called with (arrays made C-contiguous): a tuple
 };
 
 }  // namespace encore_py
@@ -118,7 +118,7 @@ class PyJit {
  public:
   PyJit(py::object fn, const py::kwargs& kw) : fn(std::move(fn)), jit(StepFn{this}, jit_options(kw)) {}
 
-  py::object call(const py::args& args) {
+  py::object call(py::handle args) {
     Depth d;
     CallPack& p = d.pack();
     pack(p, args);
@@ -127,18 +127,17 @@ class PyJit {
       py::gil_scoped_release nogil;
       out = jit(p);
     }
-    p.step_args = py::tuple();
     return rebuild(out);
   }
 
-  bool next_call_replays(const py::args& args) {
+  bool next_call_replays(py::handle args) {
     Depth d;
     CallPack& p = d.pack();
     pack(p, args);
     py::gil_scoped_release nogil;
     return jit.next_call_replays(p);
   }
-  bool drop(const py::args& args) {
+  bool drop(py::handle args) {
     Depth d;
     CallPack& p = d.pack();
     pack(p, args);
@@ -160,28 +159,30 @@ class PyJit {
       if (packs.size() <= depth) packs.push_back(std::make_unique<CallPack>());
       ++depth;
     }
-    ~Depth() { --depth; }
+    // (the step's arguments are let go here, under the GIL: a thread_local must hold no Python
+    // object, since it is destroyed after the interpreter at exit)
+    ~Depth() { packs[--depth]->step_args = py::object(); }
     CallPack& pack() { return *packs[depth - 1]; }
   };
 
-  static void pack(CallPack& p, const py::args& args) {
+  static void pack(CallPack& p, py::handle args) {
     p.entries.clear();
     p.kinds = 0;
-    py::tuple step = args;
+    py::object step = py::reinterpret_borrow<py::object>(args);
     bool copied = false;
-    const size_t n = args.size();
+    const size_t n = static_cast<size_t>(PyTuple_GET_SIZE(args.ptr()));
     for (size_t i = 0; i < n; ++i) {
       PyObject* o = PyTuple_GET_ITEM(args.ptr(), i);
       py::handle h(o);
       Entry e{};
       uint64_t kind;
-      if (py::isinstance<Buffer>(h)) {
+      if (const Buffer* b = fast_cast<Buffer>(h)) {
         e.kind = Entry::is_buffer;
-        e.buf = &h.cast<const Buffer&>();
+        e.buf = b;
         kind = 1;
-      } else if (py::isinstance<encore::BoundVar>(h)) {
+      } else if (const encore::BoundVar* v = fast_cast<encore::BoundVar>(h)) {
         e.kind = Entry::is_var;
-        e.var = &h.cast<const encore::BoundVar&>();
+        e.var = v;
         kind = 2;
       } else if (py::isinstance<encore::Key>(h)) {
         e.kind = Entry::is_key;
@@ -189,17 +190,19 @@ class PyJit {
         kind = 3;
       } else if (py::isinstance<py::array>(h)) {
         py::array a = contiguous(h);
+        e.kind = Entry::is_host;
+        e.span = {a.data(), static_cast<size_t>(a.size()), static_cast<uint8_t>(a.itemsize())};
         if (!a.is(h)) {
           // the step gets the contiguous copy, so its copyin reads inside the host span
           if (!copied) {
             step = py::tuple(n);  // a new tuple (a full slice would be `args` itself)
-            for (size_t j = 0; j < n; ++j) step[j] = args[j];
+            for (size_t j = 0; j < n; ++j) PyTuple_SET_ITEM(step.ptr(), j, py::handle(PyTuple_GET_ITEM(args.ptr(), j)).inc_ref().ptr());
           }
           copied = true;
-          step[i] = a;
+          PyObject* old = PyTuple_GET_ITEM(step.ptr(), i);
+          PyTuple_SET_ITEM(step.ptr(), i, a.release().ptr());
+          Py_DECREF(old);
         }
-        e.kind = Entry::is_host;
-        e.span = {a.data(), static_cast<size_t>(a.size()), static_cast<uint8_t>(a.itemsize())};
         kind = 4;
       } else if (PyBool_Check(o)) {
         e.kind = Entry::is_scalar;
@@ -258,14 +261,14 @@ std::vector<Buffer> StepFn::operator()(const CallPack& p) const {
   std::vector<Buffer> out;
   Shape s;
   auto take = [&](py::handle h, size_t k) {
-    if (!py::isinstance<Buffer>(h))
+    if (!fast_cast<Buffer>(h))
       throw py::type_error("a jit step returns None, a Buffer, or a tuple or list of Buffers; output " + std::to_string(k) + " is a " +
                            std::string(Py_TYPE(h.ptr())->tp_name));
-    out.push_back(h.cast<const Buffer&>());
+    out.push_back(*fast_cast<Buffer>(h));
   };
   if (r.is_none()) {
     s = Shape::none;
-  } else if (py::isinstance<Buffer>(r)) {
+  } else if (fast_cast<Buffer>(r)) {
     s = Shape::single;
     take(r, 0);
   } else if (py::isinstance<py::tuple>(r) || py::isinstance<py::list>(r)) {
@@ -355,9 +358,8 @@ void init_jit(py::module_& m) {
   py::class_<PyJit>(m, "TinyJit", py::dynamic_attr(),
                     "Wraps a step function: call 0 runs it eagerly (warm-up), call 1 records it, later calls replay the recording.")
       .def(py::init<py::object, const py::kwargs&>(), py::arg("fn"))
-      .def("__call__", &PyJit::call)
-      .def("next_call_replays", &PyJit::next_call_replays)
-      .def("drop", &PyJit::drop)
+      .def("next_call_replays", [](PyJit& j, const py::args& a) { return j.next_call_replays(a); })
+      .def("drop", [](PyJit& j, const py::args& a) { return j.drop(a); })
       .def("reset", [](PyJit& j) { j.jit.reset(); }, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("calls", [](const PyJit& j) { return j.jit.calls(); })
       .def_property_readonly("fn", [](const PyJit& j) { return j.fn; })
@@ -374,6 +376,10 @@ void init_jit(py::module_& m) {
         }
         return l;
       });
+
+  // the call itself bypasses pybind11's dispatcher (its argument vectors cost more than the replay):
+  // the type's own tp_call, which translates exceptions as pybind11 does
+  fast_call<PyJit>(m.attr("TinyJit"), [](PyJit& j, PyObject* args) { return j.call(args); });
 
   py::class_<PyUnit>(m, "ExecutionUnit", "A captured step, bound and ready to replay: unit.bind_input(0, x).bind_var(0, 17)(); unit.run() -> Event.")
       .def("bind_input", [](py::object self, size_t slot, const Buffer& b) { self.cast<PyUnit&>().u.bind_input(slot, b); return self; })
@@ -397,7 +403,6 @@ void init_jit(py::module_& m) {
         self.cast<PyUnit&>().u.update(map, vars);
         return self;
       }, py::arg("buffers"), py::arg("variables") = std::vector<encore::BoundVar>{})
-      .def("__call__", [](PyUnit& pu) { pu.u(); }, py::call_guard<py::gil_scoped_release>())
       .def("run", [](PyUnit& pu, const std::vector<encore::Event>& wait_for) { return pu.u.run(wait_for); }, py::arg("wait_for") = std::vector<encore::Event>{},
            py::call_guard<py::gil_scoped_release>())
       .def("run_and_wait", [](PyUnit& pu) { return pu.u.run_and_wait(); }, py::call_guard<py::gil_scoped_release>())
@@ -424,6 +429,15 @@ void init_jit(py::module_& m) {
       .def("variable_slot", [](const PyUnit& pu, const encore::Variable& v) { return pu.u.variable_slot(v); })
       .def_property_readonly("outputs", [](const PyUnit& pu) { return pu.u.outputs(); })
       .def_property_readonly("devices", [](const PyUnit& pu) { return std::vector<encore::Device>(pu.u.devices().begin(), pu.u.devices().end()); });
+
+  fast_call<PyUnit>(m.attr("ExecutionUnit"), [](PyUnit& pu, PyObject* args) {
+    if (PyTuple_GET_SIZE(args)) throw py::type_error("ExecutionUnit() takes no arguments (bind inputs and variables first)");
+    {
+      py::gil_scoped_release nogil;
+      pu.u();
+    }
+    return py::none();
+  });
 
   py::class_<PyCapture>(m, "Capture", "Records this thread's launches, copies and copyins: `with encore.Capture() as cap: ...`; then cap.unit.")
       .def(py::init<const py::kwargs&>())

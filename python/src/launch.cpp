@@ -94,6 +94,29 @@ Arg to_arg(const py::handle& h, const encore::KernelParam* p) {
                        "encore.LocalMem(bytes) or encore.by_value(array)");
 }
 
+encore::BoundVar bind_value(const Variable& v, py::handle x) {
+  PyObject* o = x.ptr();
+  if (PyFloat_Check(o)) return v.bind(PyFloat_AS_DOUBLE(o));
+  if (PyLong_Check(o)) return v.is_float() ? v.bind(x.cast<double>()) : v.bind(x.cast<int64_t>());
+  if (py::isinstance(x, py::module_::import("numpy").attr("floating"))) return v.bind(x.cast<double>());
+  if (py::isinstance(x, py::module_::import("numpy").attr("integer"))) return v.bind(x.cast<int64_t>());
+  throw py::type_error("Variable '" + v.name() + "' binds an int or a float, got " + std::string(Py_TYPE(o)->tp_name));
+}
+
+// Variable.bind is called every step: a plain CPython method, without pybind11's dispatcher.
+PyObject* bind_method(PyObject* self, PyObject* x) {
+  try {
+    const Variable* v = fast_cast<Variable>(self);
+    if (!v) throw py::type_error("Variable.bind: not a Variable");
+    return py::cast(bind_value(*v, x)).release().ptr();
+  } catch (...) {
+    set_python_error();
+    return nullptr;
+  }
+}
+PyMethodDef bind_def{"bind", bind_method, METH_O,
+                     "bind(value): checks bounds (ArgumentError outside), makes it this thread's value, returns the BoundVar for a TinyJit call."};
+
 }  // namespace
 
 void init_launch(py::module_& m) {
@@ -132,14 +155,6 @@ void init_launch(py::module_& m) {
   var.def(py::init<std::string, int64_t, int64_t>(), py::arg("name"), py::arg("min"), py::arg("max"))
       .def_static("f32", &Variable::f32, py::arg("name"), py::arg("min") = -1e300, py::arg("max") = 1e300)
       .def_static("f64", &Variable::f64, py::arg("name"), py::arg("min") = -1e300, py::arg("max") = 1e300)
-      .def("bind", [](const Variable& v, const py::object& x) {
-        PyObject* o = x.ptr();
-        if (PyFloat_Check(o)) return v.bind(PyFloat_AS_DOUBLE(o));
-        if (PyLong_Check(o)) return v.is_float() ? v.bind(x.cast<double>()) : v.bind(x.cast<int64_t>());
-        if (py::isinstance(x, py::module_::import("numpy").attr("floating"))) return v.bind(x.cast<double>());
-        if (py::isinstance(x, py::module_::import("numpy").attr("integer"))) return v.bind(x.cast<int64_t>());
-        throw py::type_error("Variable '" + v.name() + "' binds an int or a float, got " + std::string(Py_TYPE(o)->tp_name));
-      }, py::arg("value"), "Checks bounds (ArgumentError outside), makes it this thread's value, returns the BoundVar for a TinyJit call.")
       .def_property_readonly("name", &Variable::name)
       .def_property_readonly("is_float", &Variable::is_float)
       .def_property_readonly("type", [](const Variable& v) { return v.type() == encore::VarType::i64 ? "i64" : v.type() == encore::VarType::f32 ? "f32" : "f64"; })
@@ -151,6 +166,8 @@ void init_launch(py::module_& m) {
       .def("__hash__", [](const Variable& v) { return reinterpret_cast<uintptr_t>(v.state()); })
       .def("__repr__", [](const Variable& v) { return "<encore.Variable " + v.name() + ">"; });
   ops(var);
+  py::object bind = py::reinterpret_steal<py::object>(PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(var.ptr()), &bind_def));
+  if (!bind || PyObject_SetAttrString(var.ptr(), "bind", bind.ptr()) != 0) throw py::error_already_set();
   py::class_<Size> size_cls = py::reinterpret_borrow<py::class_<Size>>(m.attr("Size"));
   ops(size_cls);
 
