@@ -24,15 +24,17 @@ py::dtype to_numpy(encore::DType t);
 // an encore match (TypeError otherwise). Copies only when the array is not C-contiguous.
 py::array contiguous(const py::handle& a);
 
-// The C++ object a Python object of bound class T holds, or null when it is not a T: an exact
-// type check and pybind11's simple instance layout, without the registry lookups of cast<T>
-// (the jit call's hot path; a subclass takes the general way).
-template <class T> T* fast_cast(py::handle h) {
+// The C++ object a Python object of exactly bound class T holds, or null: an exact type check and
+// pybind11's simple instance layout, without the registry lookups of cast<T> (the jit call's hot
+// path). fast_cast also takes subclasses, the general way.
+template <class T> T* exact_cast(py::handle h) {
   static PyTypeObject* const type = reinterpret_cast<PyTypeObject*>(py::type::of<T>().ptr());
-  if (Py_TYPE(h.ptr()) == type) {
-    auto* inst = reinterpret_cast<py::detail::instance*>(h.ptr());
-    if (inst->simple_layout) return static_cast<T*>(inst->simple_value_holder[0]);
-  }
+  if (Py_TYPE(h.ptr()) != type) return nullptr;
+  auto* inst = reinterpret_cast<py::detail::instance*>(h.ptr());
+  return inst->simple_layout ? static_cast<T*>(inst->simple_value_holder[0]) : &h.cast<T&>();
+}
+template <class T> T* fast_cast(py::handle h) {
+  if (T* p = exact_cast<T>(h)) return p;
   return py::isinstance<T>(h) ? &h.cast<T&>() : nullptr;
 }
 

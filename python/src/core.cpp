@@ -11,27 +11,16 @@ namespace encore_py {
 using encore::Buffer;
 using encore::Device;
 using encore::DType;
+using namespace py::literals;
 
 namespace {
 
 py::dict info_dict(const encore::DeviceInfo& i) {
-  py::dict d;
-  d["id"] = i.id;
-  d["parent"] = i.parent;
-  d["name"] = i.name;
-  d["vendor"] = i.vendor;
-  d["version"] = i.version;
-  d["driver_version"] = i.driver_version;
-  d["platform"] = i.platform;
-  d["is_gpu"] = i.is_gpu;
-  d["compute_units"] = i.compute_units;
-  d["global_mem_bytes"] = i.global_mem_bytes;
-  d["max_alloc_bytes"] = i.max_alloc_bytes;
-  d["base_align_bytes"] = i.base_align_bytes;
-  d["max_work_group_size"] = i.max_work_group_size;
-  d["local_mem_bytes"] = i.local_mem_bytes;
-  d["command_buffer_version"] = i.command_buffer_version;
-  return d;
+  return py::dict("id"_a = i.id, "parent"_a = i.parent, "name"_a = i.name, "vendor"_a = i.vendor, "version"_a = i.version,
+                  "driver_version"_a = i.driver_version, "platform"_a = i.platform, "is_gpu"_a = i.is_gpu, "compute_units"_a = i.compute_units,
+                  "global_mem_bytes"_a = i.global_mem_bytes, "max_alloc_bytes"_a = i.max_alloc_bytes, "base_align_bytes"_a = i.base_align_bytes,
+                  "max_work_group_size"_a = i.max_work_group_size, "local_mem_bytes"_a = i.local_mem_bytes,
+                  "command_buffer_version"_a = i.command_buffer_version);
 }
 
 // Whether host elements of type `t` may be copied into / out of `b` (the C++ rule: the same
@@ -121,13 +110,8 @@ void init_core(py::module_& m) {
       .def("wait_for", [](const Device& d, const std::vector<encore::Event>& e) { d.wait_for(e); }, py::arg("events"))
       .def("allocator_stats", [](const Device& d) {
         const encore::AllocatorStats s = d.allocator_stats();
-        py::dict r;
-        r["bytes_in_use"] = s.bytes_in_use;
-        r["peak_bytes"] = s.peak_bytes;
-        r["cached_bytes"] = s.cached_bytes;
-        r["allocations"] = s.allocations;
-        r["reuses"] = s.reuses;
-        return r;
+        return py::dict("bytes_in_use"_a = s.bytes_in_use, "peak_bytes"_a = s.peak_bytes, "cached_bytes"_a = s.cached_bytes,
+                        "allocations"_a = s.allocations, "reuses"_a = s.reuses);
       })
       .def("free_cache", &Device::free_cache)
       .def("__eq__", [](const Device& a, const Device& b) { return a == b; })
@@ -206,13 +190,9 @@ void init_core(py::module_& m) {
       .def_property_readonly("device", &encore::Kernel::device)
       .def("work_group_info", [](const encore::Kernel& k) {
         const encore::WorkGroupInfo w = k.work_group_info();
-        py::dict d;
-        d["max_size"] = w.max_size;
-        d["preferred_multiple"] = w.preferred_multiple;
-        d["local_mem_bytes"] = w.local_mem_bytes;
-        d["private_mem_bytes"] = w.private_mem_bytes;
-        d["compile_size"] = py::make_tuple(w.compile_size[0], w.compile_size[1], w.compile_size[2]);
-        return d;
+        return py::dict("max_size"_a = w.max_size, "preferred_multiple"_a = w.preferred_multiple, "local_mem_bytes"_a = w.local_mem_bytes,
+                        "private_mem_bytes"_a = w.private_mem_bytes,
+                        "compile_size"_a = py::make_tuple(w.compile_size[0], w.compile_size[1], w.compile_size[2]));
       })
       .def("__eq__", [](const encore::Kernel& a, const encore::Kernel& b) { return a == b; })
       .def("__hash__", [](const encore::Kernel& k) { return reinterpret_cast<uintptr_t>(k.impl()); })

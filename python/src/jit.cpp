@@ -17,6 +17,7 @@
 namespace encore_py {
 
 using encore::Buffer;
+using namespace py::literals;
 
 // One positional argument, classified: a buffer, a bound variable, a host input, a scalar or a key.
 struct Entry {
@@ -101,17 +102,9 @@ encore::JitOptions jit_options(const py::kwargs& kw) {
 }
 
 py::dict stats_dict(const encore::UnitStats& s) {
-  py::dict d;
-  d["items"] = s.items;
-  d["items_pruned"] = s.items_pruned;
-  d["items_replayed"] = s.items_replayed;
-  d["inputs"] = s.inputs;
-  d["variables"] = s.variables;
-  d["temp_bytes_naive"] = s.temp_bytes_naive;
-  d["temp_bytes_planned"] = s.temp_bytes_planned;
-  d["temp_bytes_lower_bound"] = s.temp_bytes_lower_bound;
-  d["planned_temps"] = s.planned_temps;
-  return d;
+  return py::dict("items"_a = s.items, "items_pruned"_a = s.items_pruned, "items_replayed"_a = s.items_replayed, "inputs"_a = s.inputs,
+                  "variables"_a = s.variables, "temp_bytes_naive"_a = s.temp_bytes_naive, "temp_bytes_planned"_a = s.temp_bytes_planned,
+                  "temp_bytes_lower_bound"_a = s.temp_bytes_lower_bound, "planned_temps"_a = s.planned_temps);
 }
 
 class PyJit {
@@ -130,19 +123,19 @@ class PyJit {
     return rebuild(out);
   }
 
-  bool next_call_replays(py::handle args) {
+  // The jit's questions about a call with these arguments (they take its lock: without the GIL)
+  template <class Fn> bool ask(py::handle args, Fn fn) {
     Depth d;
     CallPack& p = d.pack();
     pack(p, args);
     py::gil_scoped_release nogil;
-    return jit.next_call_replays(p);
+    return fn(p);
+  }
+  bool next_call_replays(py::handle args) {
+    return ask(args, [&](const CallPack& p) { return jit.next_call_replays(p); });
   }
   bool drop(py::handle args) {
-    Depth d;
-    CallPack& p = d.pack();
-    pack(p, args);
-    py::gil_scoped_release nogil;
-    return jit.drop(p);
+    return ask(args, [&](const CallPack& p) { return jit.drop(p); });
   }
 
   py::object fn;
@@ -176,11 +169,17 @@ class PyJit {
       py::handle h(o);
       Entry e{};
       uint64_t kind;
-      if (const Buffer* b = fast_cast<Buffer>(h)) {
+      const Buffer* b = exact_cast<Buffer>(h);
+      const encore::BoundVar* v = b ? nullptr : exact_cast<encore::BoundVar>(h);
+      if (!b && !v) {  // subclasses: the general way
+        b = fast_cast<Buffer>(h);
+        v = b ? nullptr : fast_cast<encore::BoundVar>(h);
+      }
+      if (b) {
         e.kind = Entry::is_buffer;
         e.buf = b;
         kind = 1;
-      } else if (const encore::BoundVar* v = fast_cast<encore::BoundVar>(h)) {
+      } else if (v) {
         e.kind = Entry::is_var;
         e.var = v;
         kind = 2;
