@@ -310,3 +310,24 @@ def test_capture_host_input_and_variables(null):
     assert u.num_host_inputs == 1
     u.bind_host_input(s, np.full(4, 9, np.float32))()
     assert t.copyout().tolist() == [9] * 4
+
+
+def test_log_sink_receives_jit_warnings(null):
+    got = []
+    encore.set_log_sink(lambda level, msg: got.append((level, msg)))
+    try:
+        j = encore.jit(lambda x: null.fill(x, 0))
+        for n in range(1, 20):
+            j(null.alloc(np.float32, n))
+    finally:
+        encore.set_log_sink(None)
+    assert any(level == "warning" and "input signature" in msg for level, msg in got), got
+
+
+def test_verify_mode_replays_equal_eager(cl):
+    step, a, s = make_step(cl, 64)
+    j = encore.TinyJit(step, verify=3)
+    x, z = cl.alloc(np.ones(64, np.float32)), cl.alloc(np.full(64, 2, np.float32))
+    for i in range(5):
+        j(x, z, a.bind(0.5 * i))
+    assert j.calls == 5
