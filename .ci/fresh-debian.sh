@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # README's first two fenced shell commands, verbatim, in a freshly bootstrapped Debian 12 root: what a
 # newcomer sees; then the three consumers (pkg-config, CMake, meson subproject) built from the
-# package those commands installed (.ci/consumers.sh). This machine keeps whatever earlier sessions installed (once that hid a missing
+# package those commands installed (.ci/consumers.sh); then, in a second new root that has only a
+# compiler, meson, ninja and OpenCL, a meson parent project that builds encore as a subproject. This machine keeps whatever earlier sessions installed (once that hid a missing
 # `cmake` in README's install line); a minbase root has only what README's commands install.
 #
 # Usage: .ci/fresh-debian.sh [COMMIT]     (default HEAD of this checkout)
@@ -111,4 +112,34 @@ if ! in_root "$consumers_cmd" > "$cache/consumers.log" 2>&1; then
   exit 1
 fi
 tail -n 1 "$cache/consumers.log"
-echo "fresh-debian: consumers built from the installed package in $(( $(date +%s) - t2 )) s; whole job $(( $(date +%s) - start )) s"
+echo "fresh-debian: consumers built from the installed package in $(( $(date +%s) - t2 )) s"
+
+# 5. a meson parent project on a machine with none of Boost, GoogleTest and Google Benchmark: a second
+# new root with only a compiler, meson, ninja and OpenCL (what libencore itself needs), where the
+# parent builds encore as a subproject (.ci/consumers.sh --subproject). In the first root README's
+# command has installed all three, so only this one shows a parent project needs none of them.
+t3=$(date +%s)
+cleanup
+root=$(mktemp -d /var/tmp/encore-root.XXXXXX)
+tar -C "$root" -xf "$tarball"
+cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+mount --bind /proc "$root/proc"
+mount --bind /dev "$root/dev"
+mount --bind /dev/pts "$root/dev/pts" 2>/dev/null || true
+mount --bind /sys "$root/sys"
+mount --bind "$cache/debs" "$root/var/cache/apt/archives"
+git clone -q --no-local "$src" "$root/root/encore"
+git -C "$root/root/encore" checkout -q "$commit"
+subproject_cmd='apt-get update -q > /dev/null && apt-get install -y -q g++ pkg-config meson ninja-build pocl-opencl-icd ocl-icd-opencl-dev opencl-headers > /dev/null
+for absent in /usr/include/boost /usr/include/gtest /usr/include/benchmark; do
+  if [ -e "$absent" ]; then echo "fresh-debian: $absent exists in the minimal root" >&2; exit 1; fi
+done
+.ci/consumers.sh --subproject'
+if ! in_root "$subproject_cmd" > "$cache/subproject.log" 2>&1; then
+  tail -n 60 "$cache/subproject.log"
+  echo "fresh-debian: the meson parent project FAILED in a root without Boost, GoogleTest and Google Benchmark (log: $cache/subproject.log)"
+  exit 1
+fi
+grep -E '^encore as a subproject looked for' "$cache/subproject.log" || true
+tail -n 1 "$cache/subproject.log"
+echo "fresh-debian: a meson parent project built encore as a subproject with no Boost, GoogleTest or Google Benchmark installed in $(( $(date +%s) - t3 )) s; whole job $(( $(date +%s) - start )) s"
