@@ -28,8 +28,8 @@ namespace encore {
 // How a captured step replays (ExecutionUnit::build, Capture, TinyJit through JitOptions::unit).
 //   encore::Capture cap(encore::UnitOptions{.prune = false});
 struct UnitOptions {
-  bool prune = true;           // drop one-time items from replay (DESIGN rule 2)
-  bool plan = true;            // plan internal temporaries into one arena (rule 3)
+  bool prune = true;           // drop one-time items from replay (docs/capture-and-replay.md)
+  bool plan = true;            // plan internal temporaries into one arena (the same page)
   // Replays in flight at most (0: unbounded). A replay first waits for the completion of the one
   // this many calls before, so a loop that never reads back cannot run ahead of the device without
   // bound (host memory for queued work grows with the queue). So a replay can block: never queue
