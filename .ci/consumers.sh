@@ -2,7 +2,8 @@
 # Builds and runs tiny consumers of an installed encore, the ways docs/install.md describes:
 #   0. the installed tree: libencore and encore.pc name no MPI (the collectives are libencore-mpi);
 #   1. pkg-config, with only the stage's and OpenCL's .pc files visible (no Open MPI .pc files):
-#      a C11 program (encore/encore.h) and README's C++ program with `--variable=cxxflags`;
+#      a C11 program (encore/encore.h) and README's C++ program with `--variable=cxxflags`; and,
+#      where encore has MPI, a program of encore::Communicator with encore-mpi's flags alone;
 #   2. CMake find_package(encore) -> encore::encore: README's C++ program and a C++ consumer with no
 #      C++ standard set by the consumer (encore::encore carries cxx_std_20), the C program, and,
 #      where encore has MPI, a program linking encore::mpi;
@@ -60,21 +61,22 @@ echo "libencore and encore.pc: no MPI${mpilib:+; MPI collectives in $mpilib}"
 echo "== 1. pkg-config ($pc), only the stage's and OpenCL's .pc files visible"
 # OpenCL.pc alone in a folder of its own (on Debian it shares /usr/lib/<triplet>/pkgconfig with
 # Open MPI's ompi*.pc), then the search path narrowed to that folder and the stage's
-mkdir -p "$work/pc-opencl"
+mkdir -p "$work/pc-opencl" "$work/pc-stage"
 cp "$(pkg-config --variable=pcfiledir OpenCL)/OpenCL.pc" "$work/pc-opencl/"
-export PKG_CONFIG_LIBDIR="$(dirname "$pc"):$work/pc-opencl"
+# encore's .pc files; after a DESTDIR install they name the final prefix, so the copies name the
+# stage's instead (pkg-config's --define-variable=prefix would also move MPI's prefix)
+pcprefix=$(sed -n 's/^prefix=//p' "$pc")
+[[ "$pcprefix" == "$prefix" ]] || echo "encore.pc says prefix=$pcprefix; the copies under $work/pc-stage say $prefix"
+for f in "$(dirname "$pc")"/encore*.pc; do
+  sed "s|^prefix=.*|prefix=$prefix|" "$f" > "$work/pc-stage/$(basename "$f")"
+done
+export PKG_CONFIG_LIBDIR="$work/pc-stage:$work/pc-opencl"
 export PKG_CONFIG_PATH=""
 if pkg-config --exists ompi-cxx || pkg-config --exists ompi; then
   echo "consumers.sh: Open MPI's .pc files are still visible" >&2
   exit 1
 fi
-pcprefix=$(pkg-config --variable=prefix encore)
-defprefix=()
-if [[ "$pcprefix" != "$prefix" ]]; then  # a DESTDIR install: encore.pc names the final prefix; point it here instead
-  echo "encore.pc says prefix=$pcprefix; using $prefix"
-  defprefix=(--define-variable=prefix="$prefix")
-fi
-pcflags=$(pkg-config "${defprefix[@]}" --cflags --libs encore)
+pcflags=$(pkg-config --cflags --libs encore)
 cxxflags=$(pkg-config --variable=cxxflags encore)
 echo "pkg-config --cflags --libs encore: $pcflags; --variable=cxxflags: $cxxflags"
 # shellcheck disable=SC2086
@@ -85,6 +87,15 @@ c++ $cxxflags -Wall -Wextra -Werror "$work/readme.cpp" -o "$work/readme-pkgconfi
 "$work/readme-pkgconfig" > "$work/readme-pkgconfig.out"
 tail -n 1 "$work/readme-pkgconfig.out"
 unset PKG_CONFIG_LIBDIR PKG_CONFIG_PATH
+if [[ -n "$mpilib" ]]; then
+  # encore-mpi.pc with MPI's own .pc files visible: the collectives' consumer builds with the flags
+  # of encore-mpi alone (MPI's C API and -lmpi; no deprecated MPI C++ bindings, so -Werror holds)
+  mpiflags=$(PKG_CONFIG_PATH="$work/pc-stage" pkg-config --cflags --libs encore-mpi)
+  echo "pkg-config --cflags --libs encore-mpi: $mpiflags"
+  # shellcheck disable=SC2086
+  c++ $cxxflags -Wall -Wextra -Werror "$src/tests/consumers/consumer_mpi.cpp" -o "$work/consumer-mpi-pkgconfig" $mpiflags
+  "$work/consumer-mpi-pkgconfig" && echo "encore-mpi consumer (pkg-config): built"
+fi
 
 echo "== 2. CMake find_package ($config)"
 cmake -S "$src/tests/consumers/cmake" -B "$work/cmake" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
@@ -142,5 +153,5 @@ PY
 if [[ "$1" == --subproject ]]; then
   echo "consumers: the meson subproject build ran in $(( $(date +%s) - start )) s"
 else
-  echo "consumers: no MPI in encore, pkg-config (C, C++), CMake (C++, C${mpilib:+, MPI}) and meson subproject builds ran in $(( $(date +%s) - start )) s"
+  echo "consumers: no MPI in encore, pkg-config (C, C++${mpilib:+, MPI}), CMake (C++, C${mpilib:+, MPI}) and meson subproject builds ran in $(( $(date +%s) - start )) s"
 fi
