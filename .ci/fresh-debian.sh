@@ -130,6 +130,7 @@ mount --bind /sys "$root/sys"
 mount --bind "$cache/debs" "$root/var/cache/apt/archives"
 git clone -q --no-local "$src" "$root/root/encore"
 git -C "$root/root/encore" checkout -q "$commit"
+# shellcheck disable=SC2016  # (expanded inside the root, by in_root's bash)
 subproject_cmd='apt-get update -q > /dev/null && apt-get install -y -q g++ pkg-config meson ninja-build pocl-opencl-icd ocl-icd-opencl-dev opencl-headers > /dev/null
 for absent in /usr/include/boost /usr/include/gtest /usr/include/benchmark; do
   if [ -e "$absent" ]; then echo "fresh-debian: $absent exists in the minimal root" >&2; exit 1; fi
