@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # README's first two fenced shell commands, verbatim, in a freshly bootstrapped Debian 12 root: what a
-# newcomer sees; then the three consumers (pkg-config, CMake, meson subproject) built from the
-# package those commands installed (.ci/consumers.sh); then, in a second new root that has only a
+# newcomer sees; then README's third (its `meson install` line) and the three consumers
+# (pkg-config, CMake, meson subproject) built from the package it installed (.ci/consumers.sh); then, in a second new root that has only a
 # compiler, meson, ninja and OpenCL, a meson parent project that builds encore as a subproject. This machine keeps whatever earlier sessions installed (once that hid a missing
 # `cmake` in README's install line); a minbase root has only what README's commands install.
 #
@@ -34,18 +34,20 @@ for line in sys.stdin:
         cur = []
     elif cur is not None and s.strip() == "```":
         blocks.append("\n".join(cur) + "\n"); cur = None
-        if len(blocks) == 2: break
+        if len(blocks) == 3: break
     elif cur is not None:
         cur.append(s)
-if len(blocks) < 2:
-    sys.exit("fresh-debian: README.md has fewer than two fenced shell blocks")
+if len(blocks) < 3:
+    sys.exit("fresh-debian: README.md has fewer than three fenced shell blocks (install and build, test, meson install)")
 for i, b in enumerate(blocks):
     open(sys.argv[1] + "/cmd%d" % (i + 1), "w").write(b)
 ' "$readme_cmds"
 install_cmd=$(cat "$readme_cmds/cmd1")
 test_cmd=$(cat "$readme_cmds/cmd2")
+package_cmd=$(cat "$readme_cmds/cmd3")
 rm -rf "$readme_cmds"
-printf 'README command 1:\n%s\nREADME command 2:\n%s\n' "$install_cmd" "$test_cmd"
+[[ "$package_cmd" == *"meson install"* ]] || { echo "fresh-debian: README's third shell block is not its meson install line" >&2; exit 2; }
+printf 'README command 1:\n%s\nREADME command 2:\n%s\nREADME command 3:\n%s\n' "$install_cmd" "$test_cmd" "$package_cmd"
 
 # 2. the bootstrapped root, made once per machine
 if [[ ! -s "$tarball" ]]; then
@@ -101,11 +103,14 @@ fi
 grep -E '^(Ok|Expected Fail|Fail|Unexpected Pass|Skipped|Timeout):' "$cache/readme-test.log" || tail -n 12 "$cache/readme-test.log"
 echo "fresh-debian: README's second command passed in $(( $(date +%s) - t1 )) s"
 
-# 4. the consumers of docs/install.md, built from the package README's build installs (`meson
-# install` into a stage): pkg-config, CMake and a meson parent project (.ci/consumers.sh). CMake is
-# the consumer's own tool, not one README's commands install, so it is installed here first.
+# 4. the consumers of docs/install.md, built from the package that README's third command (its
+# `meson install` line, verbatim) installs into /usr/local: pkg-config, CMake and a meson parent
+# project (.ci/consumers.sh). CMake is the consumer's own tool, not one README's commands install,
+# so it is installed here first. (One command a line: README's line may end in a comment.)
 t2=$(date +%s)
-consumers_cmd='apt-get install -y -q cmake > /dev/null && meson install -C build --destdir /root/stage > /dev/null && .ci/consumers.sh /root/stage/usr/local'
+consumers_cmd="apt-get install -y -q cmake > /dev/null
+$package_cmd
+.ci/consumers.sh /usr/local"
 if ! in_root "$consumers_cmd" > "$cache/consumers.log" 2>&1; then
   tail -n 60 "$cache/consumers.log"
   echo "fresh-debian: the consumers of the installed package FAILED in a fresh Debian 12 root (log: $cache/consumers.log)"

@@ -4,8 +4,8 @@
   check_docs.py links ROOT
       every relative link and image in README.md and docs/*.md names a file of the project and, with
       #anchor, a heading of that file (GitHub's anchors); README keeps its shape: under 250 lines,
-      its first two ```sh blocks the install command and the test command (.ci/fresh-debian.sh runs
-      them verbatim); no complete program or workload file sits in an unmarked block; the installed
+      its first three ```sh blocks the install-and-build command, the test command and the meson
+      install line (.ci/fresh-debian.sh runs them verbatim); no complete program or workload file sits in an unmarked block; the installed
       headers (include/encore) name only .md files of the project, and no DESIGN rule.
   check_docs.py programs ROOT OUT --cxx 'CXX...' [--cc 'CC...'] --lib LIBENCORE [--bench ENCORE_BENCH]
       every fenced block marked as a complete program is compiled against the built library and run
@@ -169,6 +169,8 @@ def check_readme_shape(root):
             errors.append("README.md: the first ```sh block must install the dependencies and build (apt-get install ... meson setup build ...)")
         if "meson test" not in sh[1]:
             errors.append("README.md: the second ```sh block must run the tests (meson test ...)")
+        if len(sh) < 3 or "meson install" not in sh[2]:
+            errors.append("README.md: the third ```sh block must be the install line (meson install ...; .ci/fresh-debian.sh runs it)")
     return errors
 
 
