@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "encore/encore.hpp"
+#include "test_util.hpp"
 
 namespace {
 
@@ -78,4 +79,54 @@ TEST(UnitOptions, JitCaptureOptionsReachTheCapture) {
   encore::TinyJit unchecked(changing, encore::JitOptions{.capture = {.check_closure = false}});
   for (int i = 0; i < 3; ++i) unchecked(x);
   EXPECT_EQ(unchecked.calls(), 3u);
+}
+
+// The options' bounds, checked where they come in (issue 27 item 10): before, max_units =
+// UINT32_MAX wrapped max_units + 1 to 0 in TinyJit (an empty ring, then a modulo 0), and only the C
+// shim checked max_units and verify; max_in_flight was refused only when a capture ended.
+TEST(OptionsValidate, JitOptionsBounds) {
+  EXPECT_NO_THROW(encore::JitOptions{}.validate());
+  EXPECT_NO_THROW(encore::JitOptions::from_env().validate());
+  EXPECT_NO_THROW((encore::JitOptions{.max_units = 1}.validate()));
+  EXPECT_NO_THROW((encore::JitOptions{.max_units = 1024}.validate()));
+  EXPECT_EQ(encore_test::argument_error([] { encore::JitOptions{.max_units = UINT32_MAX}.validate(); }),
+            "JitOptions::max_units: expected 1 to 1024 units (one per input signature), found 4294967295");
+  EXPECT_EQ(encore_test::argument_error([] { encore::JitOptions{.max_units = 0}.validate(); }),
+            "JitOptions::max_units: expected 1 to 1024 units (one per input signature), found 0");
+  EXPECT_EQ(encore_test::argument_error([] { encore::JitOptions{.max_units = 1025}.validate(); }),
+            "JitOptions::max_units: expected 1 to 1024 units (one per input signature), found 1025");
+  EXPECT_EQ(encore_test::argument_error([] { encore::JitOptions{.verify = -1}.validate(); }),
+            "JitOptions::verify: expected a count of replays to check, 0 or more, found -1");
+  EXPECT_EQ(encore_test::argument_error([] { encore::JitOptions{.unit = {.max_in_flight = 1025}}.validate(); }),
+            "JitOptions::unit.max_in_flight: at most 1024 replays in flight (0: unbounded), found 1025");
+}
+
+TEST(OptionsValidate, UnitAndCaptureOptionsBounds) {
+  EXPECT_NO_THROW(encore::UnitOptions{}.validate());
+  EXPECT_NO_THROW((encore::UnitOptions{.max_in_flight = 0}.validate()));
+  EXPECT_NO_THROW((encore::UnitOptions{.max_in_flight = 1024, .min_items_in_flight = UINT32_MAX}.validate()));
+  EXPECT_EQ(encore_test::argument_error([] { encore::UnitOptions{.max_in_flight = UINT32_MAX}.validate(); }),
+            "UnitOptions::max_in_flight: at most 1024 replays in flight (0: unbounded), found 4294967295");
+  EXPECT_NO_THROW((encore::CaptureOptions{.allow_copyout = true, .check_closure = false}.validate()));
+}
+
+TEST(OptionsValidate, TinyJitAndCaptureRefuseBadOptionsWhenMade) {
+  Step s;
+  encore::Buffer x = s.dev.alloc<float>(64);
+  // refused by the constructor, before any call could index an empty ring
+  EXPECT_NE(encore_test::argument_error([&] { encore::TinyJit j(s, encore::JitOptions{.max_units = UINT32_MAX}); }).find("found 4294967295"), std::string::npos);
+  EXPECT_NE(encore_test::argument_error([&] { encore::TinyJit j(s, encore::JitOptions{.verify = -3}); }).find("JitOptions::verify"), std::string::npos);
+  EXPECT_NE(encore_test::argument_error([&] { encore::TinyJit j(s, encore::JitOptions{.unit = {.max_in_flight = 5000}}); }).find("JitOptions::unit.max_in_flight"),
+            std::string::npos);
+  // a Capture refuses them when it begins, not when it ends (no recording is left open)
+  EXPECT_NE(encore_test::argument_error([] { encore::Capture cap(encore::UnitOptions{.max_in_flight = 5000}); }).find("UnitOptions::max_in_flight"), std::string::npos);
+  encore::Capture cap;  // and a capture may begin on this thread afterwards
+  cap.add_input(x);
+  s(x);
+  EXPECT_EQ(cap.end().stats().items, 2u);
+  // the bounds' ends work: 1024 units, 1024 replays in flight
+  encore::TinyJit wide(s, encore::JitOptions{.unit = {.max_in_flight = 1024}, .max_units = 1024});
+  for (int i = 0; i < 4; ++i) wide(x);
+  EXPECT_EQ(wide.units().size(), 1u);
+  EXPECT_EQ(wide.calls(), 4u);
 }

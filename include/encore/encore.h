@@ -453,7 +453,7 @@ typedef struct encore_jit_options {
   uint32_t max_in_flight; /* replays in flight at most (default 3; 0: unbounded; at most 1024) */
   uint32_t max_units;     /* one captured unit per input signature (each input's dtype, count, device,
                              view or not; the variables passed), at most this many, the least recently
-                             used dropped (default 8; 1: inputs unlike the capture's are an error) */
+                             used dropped (default 8, 1 to 1024; 1: inputs unlike the capture's are an error) */
   int check_closure;      /* compare call 0 with call 1 at capture (default 1; see encore/jit.hpp) */
   uint32_t min_items_in_flight; /* as in encore_unit_options (default 64) */
 } encore_jit_options;

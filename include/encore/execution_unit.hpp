@@ -28,8 +28,8 @@ namespace encore {
 // How a captured step replays (ExecutionUnit::build, Capture, TinyJit through JitOptions::unit).
 //   encore::Capture cap(encore::UnitOptions{.prune = false});
 struct UnitOptions {
-  bool prune = true;           // drop one-time items from replay (DESIGN rule 2)
-  bool plan = true;            // plan internal temporaries into one arena (rule 3)
+  bool prune = true;           // drop one-time items from replay (docs/capture-and-replay.md)
+  bool plan = true;            // plan internal temporaries into one arena (the same page)
   // Replays in flight at most (0: unbounded). A replay first waits for the completion of the one
   // this many calls before, so a loop that never reads back cannot run ahead of the device without
   // bound (host memory for queued work grows with the queue). So a replay can block: never queue
@@ -52,6 +52,11 @@ struct UnitOptions {
   // the last replay, on every device the unit uses, leaves nothing in flight: the next replay starts
   // the groups afresh, so a loop that waits every call takes no event at all.
   uint32_t min_items_in_flight = 64;
+  // Throws ArgumentError naming the field, what is allowed and what was found: max_in_flight at
+  // most 1024 (each replay in flight holds an event per device: a garbage bound would allocate
+  // gigabytes). Capture, TinyJit (JitOptions::validate) and the C API's encore_capture_begin and
+  // encore_jit_create all call it, so both APIs accept the same options.
+  ENCORE_API void validate() const;
 };
 
 // What a capture accepts and checks while it records (Capture, TinyJit through JitOptions::capture).
@@ -63,6 +68,9 @@ struct CaptureOptions {
   // for a step meant to change once after call 0 (the capture then keeps call 1's step). A Capture
   // records one call: it compares with an earlier capture of the step given by Capture::check_against.
   bool check_closure = true;
+  // Every combination is valid today; called wherever UnitOptions::validate is, so a bound added
+  // to a later field is checked in the C++ and the C API alike.
+  ENCORE_API void validate() const;
 };
 
 struct UnitStats {

@@ -117,6 +117,10 @@ struct JitOptions {
   // is dropped. 1: the strict behaviour, a call whose inputs differ from the capture is a JitError.
   uint32_t max_units = 8;
   ENCORE_API static JitOptions from_env();
+  // Throws ArgumentError naming the field, what is allowed and what was found: max_units 1 to 1024
+  // (one unit per input signature), verify not negative, and unit's and capture's own bounds
+  // (UnitOptions::validate). TinyJit's constructor and the C API's encore_jit_create call it.
+  ENCORE_API void validate() const;
 };
 
 // A host value that only picks which work the step does (every 10th step decays the learning
@@ -314,7 +318,7 @@ class ENCORE_API JitCore {
 template <class F> class TinyJit {
  public:
   explicit TinyJit(F fn, JitOptions opt = JitOptions::from_env())
-      : fn_(std::move(fn)), opt_(opt), pool_(detail::make_arena_pool()), capture_calls_(std::max<uint32_t>(opt.max_units, 1) + 1, 0),
+      : fn_(std::move(fn)), opt_((opt.validate(), opt)), pool_(detail::make_arena_pool()), capture_calls_(opt_.max_units + 1, 0),
         capture_replays_(capture_calls_.size(), 0) {}
   TinyJit(TinyJit&&) noexcept = default;
   TinyJit& operator=(TinyJit&&) = default;

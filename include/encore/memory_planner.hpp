@@ -1,6 +1,6 @@
 #pragma once
 // Memory planner: gives each internal temp of a step a byte offset in one shared arena, so temps whose
-// lives do not overlap reuse the same bytes (DESIGN.md rule 3). Pure: no OpenCL, no device.
+// lives do not overlap reuse the same bytes (docs/capture-and-replay.md). Pure: no OpenCL, no device.
 //   std::vector<uint64_t> bytes = {4096, 100, 4096};
 //   std::vector<encore::TempUse> uses = {{0, 0}, {1, 0}, {1, 1}, {2, 1}, {2, 2}};   // {item, temp}
 //   encore::MemoryPlan p = encore::plan_memory(bytes, uses, 256);

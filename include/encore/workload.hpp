@@ -1,5 +1,5 @@
 #pragma once
-// Workload files (`encore.workload/1`, see WORKLOAD.md): a step function described in JSON, run
+// Workload files (`encore.workload/1`, see docs/workload-format.md): a step function described in JSON, run
 // eagerly and through TinyJit by `encore-bench` and checked for equal results.
 //   encore::workload::Workload w = encore::workload::load("heat.json");   // WorkloadError if invalid
 //   encore::Device dev = encore::Device::open();

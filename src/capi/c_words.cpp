@@ -75,6 +75,7 @@ constexpr CPhrase kPhrases[] = {
     {"encore::opencl::native: ", ""},
     {"encore::opencl::", ""},  // the other interop names (context, queue, ...) lead their messages too
     {"UnitOptions::max_in_flight", "encore_unit_options.max_in_flight"},
+    {"JitOptions::unit.max_in_flight", "encore_jit_options.max_in_flight"},
     {"ExecutionUnit::", "encore_unit_"},
     // the general forms, for a phrase the rows above do not name
     {"JitOptions::capture.", "encore_jit_options."},

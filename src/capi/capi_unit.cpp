@@ -204,13 +204,6 @@ void publish_outputs(JitObj& j, const std::vector<Buffer>& outs, encore_buffer* 
   }
 }
 
-uint32_t checked_in_flight(uint32_t n) {
-  if (n > kMaxInFlight)
-    fail(ENCORE_ERROR_INVALID_ARGUMENT, "opt->max_in_flight: at most " + std::to_string(kMaxInFlight) + " replays in flight (0: unbounded), found " +
-                                            std::to_string(n) + " (an options struct not taken from encore_*_options_default?)");
-  return n;
-}
-
 // The sizes each option struct had in each release (encore.h: fields are only appended).
 constexpr size_t kUnitOptionsSizes[] = {sizeof(encore_unit_options)};
 constexpr size_t kJitOptionsSizes[] = {sizeof(encore_jit_options)};
@@ -237,7 +230,7 @@ UnitOptions to_unit_options(int prune, int plan, uint32_t max_in_flight, uint32_
   UnitOptions u;
   u.prune = prune != 0;
   u.plan = plan != 0;
-  u.max_in_flight = checked_in_flight(max_in_flight);
+  u.max_in_flight = max_in_flight;  // bounds: UnitOptions::validate (Capture) or JitOptions::validate
   u.min_items_in_flight = min_items_in_flight;
   return u;
 }
@@ -249,11 +242,9 @@ JitOptions to_jit_options(const encore_jit_options& o) {
   j.capture.allow_copyout = o.allow_copyout != 0;
   j.capture.check_closure = o.check_closure != 0;
   j.fresh_outputs = o.fresh_outputs != 0;
-  if (o.verify < 0) fail(ENCORE_ERROR_INVALID_ARGUMENT, "opt->verify: expected >= 0, found " + std::to_string(o.verify));
   j.verify = o.verify;
-  if (o.max_units < 1 || o.max_units > 1024)
-    fail(ENCORE_ERROR_INVALID_ARGUMENT, "opt->max_units: expected 1 to 1024 units (one per input signature), found " + std::to_string(o.max_units));
   j.max_units = o.max_units;
+  j.validate();  // the C++ API's bounds, in its words (c_words.cpp: encore_jit_options.max_units, ...)
   return j;
 }
 
@@ -296,8 +287,11 @@ encore_status encore_capture_begin(const encore_unit_options* opt, encore_captur
     const encore_unit_options o = read_sized(opt, kUnitOptionsSizes, unit_defaults(), "encore_unit_options");
     CaptureOptions c;
     c.allow_copyout = o.allow_copyout != 0;
+    const UnitOptions u = to_unit_options(o.prune, o.plan, o.max_in_flight, o.min_items_in_flight);
+    u.validate();  // the C++ API's bounds, in its words (Capture's constructor checks them too)
+    c.validate();
     auto cap = std::make_shared<CaptureObj>();
-    cap->cap = std::make_unique<Capture>(to_unit_options(o.prune, o.plan, o.max_in_flight, o.min_items_in_flight), c);
+    cap->cap = std::make_unique<Capture>(u, c);
     put(std::move(cap), out);
   });
 }

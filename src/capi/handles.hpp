@@ -132,7 +132,6 @@ template <class E> int32_t enum_bits(const E& e) noexcept {
 // allocation (the header states them).
 constexpr size_t kMaxOutputs = 1024;      // encore_jit_create's num_outputs
 constexpr unsigned kMaxSplitParts = Device::max_split_parts;  // encore_device_split's parts
-constexpr uint32_t kMaxInFlight = 1024;   // max_in_flight of unit and jit options
 
 // Native callbacks (encore_enqueue_native) running on this thread. Calls that enqueue, record or
 // run work, or change a unit or jit, refuse to run inside one: that work would not be part of the

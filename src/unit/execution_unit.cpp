@@ -14,16 +14,24 @@ namespace encore {
 
 using namespace detail;
 
+void UnitOptions::validate() const { detail::check_unit_options(*this, "UnitOptions::max_in_flight"); }
+
+void CaptureOptions::validate() const {}
+
 namespace detail {
+
+void check_unit_options(const UnitOptions& o, const char* max_in_flight_name) {
+  // each replay in flight holds an event per device: a garbage bound would allocate gigabytes
+  constexpr uint32_t kMaxInFlight = 1024;
+  if (o.max_in_flight > kMaxInFlight)
+    throw ArgumentError(std::string(max_in_flight_name) + ": at most " + std::to_string(kMaxInFlight) + " replays in flight (0: unbounded), found " +
+                        std::to_string(o.max_in_flight));
+}
 
 std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vector<Buffer> outputs,
                                     UnitOptions opt, std::vector<BufferImpl*> internal, const std::vector<uint64_t>& capture_ids,
                                     std::shared_ptr<ArenaPool> pool, std::vector<std::vector<unsigned char>> host_inputs) {
-  // each replay in flight holds an event per device: a garbage bound would allocate gigabytes
-  constexpr uint32_t kMaxInFlight = 1024;
-  if (opt.max_in_flight > kMaxInFlight)
-    throw ArgumentError("UnitOptions::max_in_flight: at most " + std::to_string(kMaxInFlight) + " replays in flight (0: unbounded), found " +
-                        std::to_string(opt.max_in_flight));
+  opt.validate();  // (checked where the options came in too: Capture, TinyJit)
   for (const ExecItem& it : items)
     if (it.host_slot >= 0 && (static_cast<size_t>(it.host_slot) >= host_inputs.size() ||
                               it.host_offset + it.dst.nbytes() > host_inputs[static_cast<size_t>(it.host_slot)].size()))

@@ -23,6 +23,18 @@ JitOptions JitOptions::from_env() {
   return o;
 }
 
+void JitOptions::validate() const {
+  // the LRU keeps max_units slots and the thrash count max_units + 1 call numbers: 0 would index an
+  // empty ring, UINT32_MAX would wrap max_units + 1 to 0
+  constexpr uint32_t kMaxUnits = 1024;
+  if (max_units < 1 || max_units > kMaxUnits)
+    throw ArgumentError("JitOptions::max_units: expected 1 to " + std::to_string(kMaxUnits) + " units (one per input signature), found " +
+                        std::to_string(max_units));
+  if (verify < 0) throw ArgumentError("JitOptions::verify: expected a count of replays to check, 0 or more, found " + std::to_string(verify));
+  check_unit_options(unit, "JitOptions::unit.max_in_flight");
+  capture.validate();
+}
+
 namespace detail {
 
 namespace {
@@ -425,6 +437,8 @@ void JitCore::reset() {
 }  // namespace detail
 
 Capture::Capture(UnitOptions unit, CaptureOptions capture) : s_(std::make_unique<State>()) {
+  unit.validate();
+  capture.validate();
   s_->opt = unit;
   s_->rec = start_recording(capture.allow_copyout);
 }

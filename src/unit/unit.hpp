@@ -358,6 +358,9 @@ std::vector<Buffer> unit_state_storages(const ExecutionUnit& unit);
 struct UnitAccess {
   static ExecutionUnit wrap(std::unique_ptr<UnitImpl> p);
 };
+// UnitOptions::validate, the field named as the caller spells it ("UnitOptions::max_in_flight" for
+// a Capture, "JitOptions::unit.max_in_flight" for a TinyJit; c_words.cpp has both).
+void check_unit_options(const UnitOptions& o, const char* max_in_flight_name);
 std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vector<Buffer> outputs,
                                     UnitOptions opt, std::vector<BufferImpl*> internal, const std::vector<uint64_t>& capture_ids,
                                     std::shared_ptr<ArenaPool> pool = {}, std::vector<std::vector<unsigned char>> host_inputs = {});

@@ -335,6 +335,14 @@ int main(void) {
     EXPECT_ERR(encore_jit_create(ok_step, NULL, 1, &neg, &jit), ENCORE_ERROR_INVALID_ARGUMENT, "max_units");
     neg.max_units = 100000;
     EXPECT_ERR(encore_jit_create(ok_step, NULL, 1, &neg, &jit), ENCORE_ERROR_INVALID_ARGUMENT, "max_units");
+    /* UINT32_MAX wrapped max_units + 1 to 0 inside TinyJit; JitOptions::validate refuses it, in C names */
+    neg.max_units = UINT32_MAX;
+    EXPECT_ERR(encore_jit_create(ok_step, NULL, 1, &neg, &jit), ENCORE_ERROR_INVALID_ARGUMENT,
+               "encore_jit_options.max_units: expected 1 to 1024 units (one per input signature), found 4294967295");
+    EXPECT_TRUE(strstr(encore_last_error(), "JitOptions") == NULL);
+    neg.max_units = 1024; /* the bound itself is fine */
+    REQUIRE_OK(encore_jit_create(ok_step, NULL, 1, &neg, &jit));
+    EXPECT_OK(encore_jit_destroy(jit));
     EXPECT_TRUE(o.size == sizeof o && o.max_units == 8 && o.check_closure == 1 && o.min_items_in_flight == 64);
     REQUIRE_OK(encore_jit_create(ok_step, NULL, 1, NULL, &jit));
     EXPECT_ERR(encore_jit_destroy(NULL), ENCORE_ERROR_INVALID_HANDLE, NULL);

@@ -268,13 +268,15 @@ static int test_bounds(encore_device dev, encore_kernel add1, encore_buffer x) {
   EXPECT_ERR(encore_device_split(nulldev, 65, parts), ENCORE_ERROR_INVALID_ARGUMENT, "got 65");
 
   uo.max_in_flight = 1u << 26;
-  EXPECT_ERR(encore_capture_begin(&uo, &cap), ENCORE_ERROR_INVALID_ARGUMENT, "max_in_flight");
+  /* the C++ bounds (UnitOptions::validate), in the C names */
+  EXPECT_ERR(encore_capture_begin(&uo, &cap), ENCORE_ERROR_INVALID_ARGUMENT, "encore_unit_options.max_in_flight: at most 1024");
   EXPECT_TRUE(cap == NULL);
   uo.max_in_flight = 1024; /* the bound itself is fine */
   EXPECT_OK(encore_capture_begin(&uo, &cap));
   EXPECT_OK(encore_capture_destroy(cap));
   jo.max_in_flight = 0xdeadbeefu;
-  EXPECT_ERR(encore_jit_create(noop_step, NULL, 0, &jo, &jit), ENCORE_ERROR_INVALID_ARGUMENT, "max_in_flight");
+  EXPECT_ERR(encore_jit_create(noop_step, NULL, 0, &jo, &jit), ENCORE_ERROR_INVALID_ARGUMENT, "encore_jit_options.max_in_flight: at most 1024");
+  EXPECT_TRUE(strstr(encore_last_error(), "::") == NULL && strstr(encore_last_error(), "unit.") == NULL);
 
   REQUIRE_OK(encore_jit_create(bad_status_step, NULL, 0, NULL, &jit));
   EXPECT_ERR(encore_jit_call(jit, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL), ENCORE_ERROR_UNKNOWN, "returned -1 (not an encore_status)");

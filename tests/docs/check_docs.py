@@ -4,8 +4,9 @@
   check_docs.py links ROOT
       every relative link and image in README.md and docs/*.md names a file of the project and, with
       #anchor, a heading of that file (GitHub's anchors); README keeps its shape: under 250 lines,
-      its first two ```sh blocks the install command and the test command (.ci/fresh-debian.sh runs
-      them verbatim).
+      its first three ```sh blocks the install-and-build command, the test command and the meson
+      install line (.ci/fresh-debian.sh runs them verbatim); no complete program or workload file sits in an unmarked block; the installed
+      headers (include/encore) name only .md files of the project, and no DESIGN rule.
   check_docs.py programs ROOT OUT --cxx 'CXX...' [--cc 'CC...'] --lib LIBENCORE [--bench ENCORE_BENCH]
       every fenced block marked as a complete program is compiled against the built library and run
       on the NULL device; every workload block is checked by encore-bench on the NULL device.
@@ -119,6 +120,40 @@ def check_links(root):
     return errors, count
 
 
+def check_unmarked(root):
+    """A complete program or workload file in a block that is not marked would never be checked:
+    every ```cpp/```c block with a main() and every ```json block with "format": "encore.workload/1" is marked."""
+    errors = []
+    for f in doc_files(root):
+        _, blocks = blocks_and_prose(f.read_text())
+        for info, line, body in blocks:
+            words = info.split()
+            lang = words[0] if words else ""
+            marked = len(words) >= 2 and words[1] in ("program", "workload")
+            if marked:
+                continue
+            if lang in ("cpp", "c++", "c") and re.search(r"^\s*int\s+main\s*\(", body, re.M):
+                errors.append(f"{f.relative_to(root)}:{line}: a complete program (it has main) in a block not marked ```{lang} program: mark it so it is compiled")
+            if lang == "json" and '"encore.workload/1"' in body:
+                errors.append(f"{f.relative_to(root)}:{line}: a workload file in a block not marked ```json workload: mark it so it is checked")
+    return errors
+
+
+def check_header_refs(root):
+    """The installed headers are what a consumer reads: every .md file they name is in the project
+    (docs/...), and none points at a design document that is not ("DESIGN rule 2")."""
+    errors = []
+    for h in sorted((root / "include" / "encore").glob("*.h*")):
+        for n, line in enumerate(h.read_text().split("\n"), 1):
+            where = f"{h.relative_to(root)}:{n}"
+            for m in re.finditer(r"[\w./-]+\.md\b", line):
+                if not (root / m.group(0)).is_file():
+                    errors.append(f"{where}: names {m.group(0)}, which is not a file of the project (docs/... from the project root)")
+            if re.search(r"\bDESIGN\b", line):
+                errors.append(f"{where}: names DESIGN, which is not part of the project: point at the guide in docs/ instead")
+    return errors
+
+
 def check_readme_shape(root):
     errors = []
     text = (root / "README.md").read_text()
@@ -134,6 +169,8 @@ def check_readme_shape(root):
             errors.append("README.md: the first ```sh block must install the dependencies and build (apt-get install ... meson setup build ...)")
         if "meson test" not in sh[1]:
             errors.append("README.md: the second ```sh block must run the tests (meson test ...)")
+        if len(sh) < 3 or "meson install" not in sh[2]:
+            errors.append("README.md: the third ```sh block must be the install line (meson install ...; .ci/fresh-debian.sh runs it)")
     return errors
 
 
@@ -227,7 +264,7 @@ def main(argv):
     root = Path(argv[2]).resolve()
     if argv[1] == "links":
         errors, count = check_links(root)
-        errors += check_readme_shape(root)
+        errors += check_readme_shape(root) + check_unmarked(root) + check_header_refs(root)
         summary = f"{count} relative links in README.md and docs/*.md"
     else:
         import argparse
