@@ -7,13 +7,18 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "encore/encore.hpp"
+#include "encore/opencl.hpp"
+#include "encore/profile.hpp"
 #include "jit_env.hpp"
 
 using namespace encore;
@@ -478,6 +483,85 @@ TEST_P(FlowErrors, ASelectWhoseBoundsPickNoAlternativeIsRefused) {
   }, {"select two", "bounds [0, 5]", "narrow its bounds"});
   idx.bind(5);  // this thread's value, outside any call
   encore_test::expect_has(encore_test::argument_error([&] { dev.select(idx, {[] {}, [] {}}, "two"); }), {"picks no alternative"});
+}
+
+// The trace shows what each replay decided: a host item's values, a branch's alternative, a
+// loop's iterations (ENCORE_DEBUG=2 prints the same lines: tests/test_debug_env.cpp).
+TEST_P(FlowErrors, TheTraceShowsEachDecision) {
+  Flow& f = flow();
+  Device dev = f.dev;
+  Variable d{"d", 0, 1}, k{"k", 0, 3}, live{"live", 0, n};
+  Buffer cnt = dev.alloc<int32_t>(1), y = make(dev, std::vector<float>(n, 1.0f));
+  dev.fill(cnt, 5);
+  TinyJit jit([&](BoundVar, BoundVar) {
+    dev.host({cnt}, {live}, [live](HostCtx& c) { c.set(live, 7); }, "count");
+    dev.when(d, [&] { dev.launch(f.mark, {live}, {}, y, 1.0f); }, [&] { dev.launch(f.mark, {n}, {}, y, 2.0f); }, "pick");
+    dev.repeat(k, [&] { dev.launch(f.axpy, {n}, {}, y, y, 0.5f); }, "more");
+  });
+  jit(d.bind(0), k.bind(1));
+  jit(d.bind(0), k.bind(1));
+  const std::string path = ::testing::TempDir() + "encore_flow_trace_" + GetParam() + ".json";
+  profile::start();
+  jit(d.bind(1), k.bind(2));
+  jit(d.bind(0), k.bind(3));
+  profile::stop(path);
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string t = ss.str();
+  std::remove(path.c_str());
+  EXPECT_TRUE(contains(t, "\"name\":\"host count\"") && contains(t, "\"decision\":\"live = 7\"")) << t;
+  EXPECT_TRUE(contains(t, "\"name\":\"branch pick\"") && contains(t, "\"decision\":\"then (d = 1)\"") &&
+              contains(t, "\"decision\":\"else (d = 0)\""))
+      << t;
+  EXPECT_TRUE(contains(t, "\"name\":\"loop more\"") && contains(t, "\"decision\":\"2 iterations\"") && contains(t, "\"decision\":\"3 iterations\""))
+      << t;
+}
+
+// Verify mode (ENCORE_VERIFY) checks replays of a step that decides against eager runs like any
+// step: decisions that change between calls are no mismatch.
+TEST(Flow, VerifyModeAcceptsAStepThatDecides) {
+  NEED_CL();
+  Flow& f = cl_flow();
+  Device dev = f.dev;
+  Variable d{"d", 0, 1}, live{"live", 0, n};
+  Buffer cnt = dev.alloc<int32_t>(1), y = dev.alloc<float>(n);
+  auto step = [&](Buffer x, BoundVar) {
+    dev.fill(y, 0.0f);
+    dev.launch(f.count, {1}, {}, x, cnt, n);
+    dev.host({cnt}, {live}, [live](HostCtx& c) { c.set(live, c.read<int32_t>(0)); }, "live");
+    dev.when(d, [&] { dev.launch(f.mark, {live}, {}, y, 1.0f); }, [&] { dev.launch(f.axpy, {n}, {}, y, x, 2.0f); });
+    return y;
+  };
+  TinyJit jit(step, JitOptions{.verify = 6});
+  for (uint32_t i = 0; i < 8; ++i) {
+    Buffer x = make(dev, data(40 + i, n, -1.f, 1.f));
+    EXPECT_NO_THROW(jit(x, d.bind(i % 3 == 0))) << "call " << i;
+  }
+  EXPECT_TRUE(jit.next_call_replays(make(dev, data(1, n, -1.f, 1.f)), d.bind(1)));
+}
+
+// A native callback runs again at every replay, outside the unit's flow: a host item, branch or
+// loop it would add is refused.
+TEST(Flow, ANativeCallbackCannotAddAHostItemBranchOrLoop) {
+  NEED_CL();
+  Flow& f = cl_flow();
+  Device dev = f.dev;
+  Variable v{"v", 0, 4};
+  Buffer cnt = dev.alloc<int32_t>(1), y = dev.alloc<float>(n);
+  dev.fill(cnt, 1);
+  auto native = [&](std::function<void()> inside) {
+    encore::opencl::enqueue_native(dev, [inside](cl_command_queue, std::span<const cl_mem>) { inside(); }, {encore::in(cnt)}, "lib");
+  };
+  expect_jit_error([&] { native([&] { dev.host({cnt}, {v}, [v](HostCtx& c) { c.set(v, 1); }, "h"); }); },
+                   {"a native callback (encore::opencl::enqueue_native) cannot add a host item", "before or after the native call"});
+  expect_jit_error([&] { native([&] { dev.when(v, [] {}); }); }, {"cannot add a branch"});
+  expect_jit_error([&] { native([&] { dev.repeat(v, [] {}); }); }, {"cannot add a loop"});
+  // and inside a captured step: the capture fails with the same error, the next work goes on
+  TinyJit jit([&] { native([&] { dev.host({cnt}, {}, [](HostCtx&) {}); }); });
+  expect_jit_error([&] { jit(); }, {"cannot add a host item"});
+  dev.launch(f.mark, {n}, {}, y, 1.0f);
+  EXPECT_EQ(get(y)[3], 4.0f);
 }
 
 // The structure is captured once: later replays take every path (the other alternative, another
