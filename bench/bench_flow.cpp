@@ -5,6 +5,7 @@
 //                         their ratio (the goal: <= 1.0), and the median of the same two kernels as
 //                         one step with the value bound instead (no host item): the difference is
 //                         the cost of the host item (its round trip)
+//   host_item/paired/NULL the same on NULL: the host's own cost of a host item (no device round trip)
 //   loop/repeat/NULL/K    a counted loop of K iterations of a one-kernel body, per iteration
 //   loop/replays/NULL/K   the same work as K replays of a one-kernel step, per replay
 //   loop/unrolled/NULL/K  a K-kernel straight step, per item (the replay loop's own cost per item)
@@ -59,9 +60,9 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-void BM_host_item_paired(benchmark::State& state) {
-  Env* e = env("CL");
-  if (!e || e->dev.is_null()) {
+void BM_host_item_paired(benchmark::State& state, const char* device) {
+  Env* e = env(device);
+  if (!e || (e->dev.is_null() && std::string(device) != "NULL")) {
     state.SkipWithError("no OpenCL device");
     return;
   }
@@ -158,7 +159,8 @@ void BM_loop_while(benchmark::State& state) {
   state.counters["per_iteration"] = benchmark::Counter(static_cast<double>(state.iterations()) * K, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
-BENCHMARK(BM_host_item_paired)->Name("host_item/paired/CL")->Iterations(2000)->UseRealTime();
+BENCHMARK_CAPTURE(BM_host_item_paired, cl, "CL")->Name("host_item/paired/CL")->Iterations(2000)->UseRealTime();
+BENCHMARK_CAPTURE(BM_host_item_paired, null, "NULL")->Name("host_item/paired/NULL")->Iterations(200000)->UseRealTime();
 BENCHMARK_CAPTURE(BM_loop, repeat, "repeat")->Name("loop/repeat/NULL")->Arg(10)->Arg(100)->Arg(1000);
 BENCHMARK_CAPTURE(BM_loop, replays, "replays")->Name("loop/replays/NULL")->Arg(10)->Arg(100)->Arg(1000);
 BENCHMARK_CAPTURE(BM_loop, unrolled, "unrolled")->Name("loop/unrolled/NULL")->Arg(10)->Arg(100)->Arg(1000);
