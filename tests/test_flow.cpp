@@ -564,6 +564,74 @@ TEST(Flow, ANativeCallbackCannotAddAHostItemBranchOrLoop) {
   EXPECT_EQ(get(y)[3], 4.0f);
 }
 
+// Events and the in-flight bound hold for a unit that decides: run() returns the replay's
+// completion, the next run may wait for it, and 24 replays queued under max_in_flight = 1 (and
+// unbounded) give the bytes eager execution gives, with the decisions changing every replay.
+TEST(Flow, EventsAndTheInFlightBoundHold) {
+  NEED_CL();
+  Flow& f = cl_flow();
+  Device dev = f.dev;
+  Variable d{"d", 0, 1}, live{"live", 0, n};
+  Buffer x = make(dev, data(3, n, -1.f, 1.f)), cnt = dev.alloc<int32_t>(1);
+  auto step = [&](const Buffer& y) {
+    dev.launch(f.axpy, {n}, {}, x, y, 0.25f);  // x changes with y: the count changes every call
+    dev.launch(f.count, {1}, {}, x, cnt, n);
+    dev.host({cnt}, {live}, [live](HostCtx& c) { c.set(live, c.read<int32_t>(0)); }, "live");
+    dev.when(d, [&] { dev.launch(f.mark, {live}, {}, y, 0.5f); }, [&] { dev.launch(f.axpy, {n}, {}, y, x, -0.5f); }, "pick");
+  };
+  for (uint32_t bound : {1u, 0u}) {
+    const std::vector<float> x0 = data(3, n, -1.f, 1.f);
+    x.copyin(x0);
+    Buffer y = make(dev, data(9, n, -1.f, 1.f));
+    ExecutionUnit unit = [&] {
+      Capture cap(UnitOptions{.max_in_flight = bound, .min_items_in_flight = 0});
+      cap.add_input(y);
+      std::vector<BoundVar> v{d.bind(1)};
+      BindingScope scope(v, true);
+      step(y);
+      return cap.end();
+    }();
+    Buffer ye = make(dev, get(y)), xe = make(dev, get(x));  // the eager twin's state (the unit keeps x)
+    Event last;
+    for (int i = 0; i < 24; ++i) {
+      unit.bind(d.bind(i % 3 == 0));
+      std::vector<Event> after;
+      if (last) after.push_back(last);
+      last = unit.run(after);
+      std::swap(x, xe);
+      {
+        std::vector<BoundVar> v{d.bind(i % 3 == 0)};
+        BindingScope scope(v, true);
+        step(ye);
+      }
+      std::swap(x, xe);
+    }
+    last.wait();
+    EXPECT_EQ(get(y), get(ye)) << "max_in_flight " << bound;
+    EXPECT_EQ(get(x), get(xe)) << "max_in_flight " << bound;
+  }
+}
+
+// The capture check (call 0 against call 1) looks inside a branch's alternatives: work that
+// differs there between the two calls is a JitError, as it is at top level.
+TEST_P(FlowErrors, TheCaptureCheckLooksInsideAlternatives) {
+  Flow& f = flow();
+  Device dev = f.dev;
+  Variable d{"d", 0, 1};
+  Buffer y = dev.alloc<float>(n);
+  int calls = 0;
+  TinyJit jit([&](BoundVar) {
+    ++calls;
+    dev.when(d, [&] { dev.launch(f.mark, {n}, {}, y, static_cast<float>(calls)); }, {}, "frozen");
+  });
+  for (int taken : {1, 0}) {  // the alternative taken, and the one traced without running
+    jit.reset();
+    expect_jit_error([&] {
+      for (int i = 0; i < 3; ++i) jit(d.bind(taken));
+    }, {"argument 1 (float v) in item 1 (kernel fl_mark) differs between call 0 and call 1"});
+  }
+}
+
 // The structure is captured once: later replays take every path (the other alternative, another
 // count) from the same unit, with the results eager execution gives.
 TEST_P(FlowErrors, EveryPathReplaysFromOneUnit) {
