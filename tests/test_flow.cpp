@@ -328,6 +328,19 @@ TEST(Flow, RepeatRunsTheBodyCountTimes) {
     eager(x, steps.bind(counts[i]));
     ASSERT_EQ(get(a.w), get(b.w)) << "call " << i;
   }
+  // a count over the Variable's bound: refused before anything runs, naming both
+  const std::vector<float> before = get(a.w);
+  Buffer x = make(dev, data(1, n, -1.f, 1.f));
+  try {
+    jit(x, steps.bind(7));
+    ADD_FAILURE() << "expected an ArgumentError";
+  } catch (const ArgumentError& e) {
+    EXPECT_TRUE(contains(e.what(), "steps") && contains(e.what(), "7")) << e.what();
+  }
+  EXPECT_EQ(get(a.w), before);
+  jit(x, steps.bind(2));
+  eager(x, steps.bind(2));
+  EXPECT_EQ(get(a.w), get(b.w));
 }
 
 // A loop until a tolerance: one round trip per iteration, iterations decided by the data.
