@@ -1,8 +1,11 @@
 // Steps that decide (encore/control.hpp), measured:
 //   host_item/paired/CL   one step with a host item (reduce, read two floats, set a Variable, scale)
 //                         against the same work as two jits with a copyout and a bind between,
-//                         step by step in one loop (order alternating); reports both medians and
-//                         their ratio (the goal: <= 1.0)
+//                         step by step in one loop (order rotating); reports both medians and
+//                         their ratio (the goal: <= 1.0), and the median of the same two kernels as
+//                         one step with the value bound instead (no host item): the difference is
+//                         the cost of the host item (its round trip)
+//   host_item/paired/NULL the same on NULL: the host's own cost of a host item (no device round trip)
 //   loop/repeat/NULL/K    a counted loop of K iterations of a one-kernel body, per iteration
 //   loop/replays/NULL/K   the same work as K replays of a one-kernel step, per replay
 //   loop/unrolled/NULL/K  a K-kernel straight step, per item (the replay loop's own cost per item)
@@ -57,9 +60,9 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-void BM_host_item_paired(benchmark::State& state) {
-  Env* e = env("CL");
-  if (!e || e->dev.is_null()) {
+void BM_host_item_paired(benchmark::State& state, const char* device) {
+  Env* e = env(device);
+  if (!e || (e->dev.is_null() && std::string(device) != "NULL")) {
     state.SkipWithError("no OpenCL device");
     return;
   }
@@ -75,6 +78,11 @@ void BM_host_item_paired(benchmark::State& state) {
   });
   TinyJit first([&] { dev.launch(e->sums, {1}, {}, x, s, n); });
   TinyJit second([&](BoundVar) { dev.launch(e->scale, {n}, {}, x, y, q); });
+  TinyJit plain([&](BoundVar) {
+    dev.launch(e->sums, {1}, {}, x, s, n);
+    dev.launch(e->scale, {n}, {}, x, y, q);
+  });
+  auto bound = [&] { plain(q.bind(0.25)); };
   float host[2];
   auto two = [&] {
     first();
@@ -84,26 +92,29 @@ void BM_host_item_paired(benchmark::State& state) {
   for (int i = 0; i < 3; ++i) {
     one();
     two();
+    bound();
   }
   dev.synchronize();
-  std::vector<double> t1, t2;
-  bool flip = false;
+  std::vector<double> t[3];
+  int turn = 0;
   using clock = std::chrono::steady_clock;
   for (auto _ : state) {
-    auto a = clock::now();
-    if (flip) two(); else one();
-    dev.synchronize();
-    auto b = clock::now();
-    if (flip) one(); else two();
-    dev.synchronize();
-    auto c = clock::now();
-    (flip ? t2 : t1).push_back(std::chrono::duration<double, std::micro>(b - a).count());
-    (flip ? t1 : t2).push_back(std::chrono::duration<double, std::micro>(c - b).count());
-    flip = !flip;
+    for (int k = 0; k < 3; ++k) {  // each form first in turn
+      const int w = (turn + k) % 3;
+      auto a = clock::now();
+      if (w == 0) one();
+      else if (w == 1) two();
+      else bound();
+      dev.synchronize();
+      t[w].push_back(std::chrono::duration<double, std::micro>(clock::now() - a).count());
+    }
+    turn = (turn + 1) % 3;
   }
-  state.counters["one_step_us"] = median(t1);
-  state.counters["two_jits_us"] = median(t2);
-  state.counters["ratio"] = median(t1) / median(t2);
+  state.counters["one_step_us"] = median(t[0]);
+  state.counters["two_jits_us"] = median(t[1]);
+  state.counters["ratio"] = median(t[0]) / median(t[1]);
+  state.counters["no_host_item_us"] = median(t[2]);
+  state.counters["host_item_us"] = median(t[0]) - median(t[2]);
 }
 
 // The body's work K times: as a counted loop, as K replays, and as a K-item straight step.
@@ -127,7 +138,7 @@ void BM_loop(benchmark::State& state, const char* form) {
   };
   for (int i = 0; i < 3; ++i) run();
   for (auto _ : state) run();
-  state.counters["ns_per_iteration"] = benchmark::Counter(static_cast<double>(state.iterations()) * K, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["per_iteration"] = benchmark::Counter(static_cast<double>(state.iterations()) * K, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 void BM_loop_while(benchmark::State& state) {
@@ -145,10 +156,11 @@ void BM_loop_while(benchmark::State& state) {
   });
   for (int i = 0; i < 3; ++i) jit();
   for (auto _ : state) jit();
-  state.counters["us_per_iteration"] = benchmark::Counter(static_cast<double>(state.iterations()) * K * 1e-6, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["per_iteration"] = benchmark::Counter(static_cast<double>(state.iterations()) * K, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
-BENCHMARK(BM_host_item_paired)->Name("host_item/paired/CL")->Iterations(2000)->UseRealTime();
+BENCHMARK_CAPTURE(BM_host_item_paired, cl, "CL")->Name("host_item/paired/CL")->Iterations(2000)->UseRealTime();
+BENCHMARK_CAPTURE(BM_host_item_paired, null, "NULL")->Name("host_item/paired/NULL")->Iterations(200000)->UseRealTime();
 BENCHMARK_CAPTURE(BM_loop, repeat, "repeat")->Name("loop/repeat/NULL")->Arg(10)->Arg(100)->Arg(1000);
 BENCHMARK_CAPTURE(BM_loop, replays, "replays")->Name("loop/replays/NULL")->Arg(10)->Arg(100)->Arg(1000);
 BENCHMARK_CAPTURE(BM_loop, unrolled, "unrolled")->Name("loop/unrolled/NULL")->Arg(10)->Arg(100)->Arg(1000);

@@ -1,9 +1,10 @@
 // Trains a 784-256-128-10 MLP on Fashion-MNIST; the whole training step (forward, loss, backward,
-// Adam) is one TinyJit, evaluation another. Prints progress, test accuracy, eager vs replay step
+// Adam) is one TinyJit, evaluation another. Every --eval-every steps the training step also
+// evaluates a fixed monitoring batch: that step takes an encore::key, so it replays a unit of its own. Prints progress, test accuracy, eager vs replay step
 // time and what the capture pruned and planned. Exits 1 when test accuracy < --min-accuracy.
 //   ./build/examples/train_mlp [--epochs 2] [--batch 128] [--lr 2e-3] [--seed 1] [--data DIR]
 //                              [--limit N] [--min-accuracy 0.85] [--save-step step.json] [--bench-gemm]
-//                              [--save-weights FILE] [--device CL:N] [--grad-shards N]
+//                              [--save-weights FILE] [--device CL:N] [--grad-shards N] [--eval-every 100]
 // Data-parallel over MPI ranks (each rank trains on its contiguous 1/N of every global batch; the
 // gradients are summed over the ranks by an all-reduce inside the jitted step; rank 0 prints):
 //   mpirun -np 2 ./build/examples/train_mlp --data-parallel [the options above]
@@ -38,7 +39,7 @@ namespace {
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 struct Options {
-  int epochs = 2, batch = 128, grad_shards = 1;
+  int epochs = 2, batch = 128, grad_shards = 1, eval_every = 100;
   double lr = 2e-3, min_accuracy = 0.85;
   uint64_t seed = 1;
   size_t limit = 0;
@@ -69,6 +70,8 @@ bool parse(int argc, char** argv, Options& o) {
       ("grad-shards", po::value(&o.grad_shards)->default_value(o.grad_shards),
        "single process: sum the gradient of each batch over N equal shards in order, bit for bit what --data-parallel "
        "over N ranks computes")
+      ("eval-every", po::value(&o.eval_every)->default_value(o.eval_every),
+       "every N steps the step also evaluates 512 test images (monitoring only; 0: never)")
       ("save-weights", po::value(&o.save_weights), "write the trained parameters and last gradient to FILE (rank 0)")
       ("compare-weights", po::value(&o.compare)->multitoken(), "REFERENCE OTHER: compare two --save-weights files and exit "
                                                                  "(1 when max|a-b|/max|a| of the parameters exceeds --rtol, "
@@ -87,6 +90,7 @@ bool parse(int argc, char** argv, Options& o) {
   }
   if (o.epochs < 1 || o.batch < 4 || o.batch % 4) throw po::error("--epochs must be >= 1 and --batch a positive multiple of 4");
   if (o.grad_shards < 1) throw po::error("--grad-shards must be >= 1");
+  if (o.eval_every < 0) throw po::error("--eval-every must be >= 0");
   if (o.grad_shards > 1 && o.data_parallel) throw po::error("--grad-shards is for a single process (--data-parallel shards over the ranks)");
   if (!o.compare.empty() && o.compare.size() != 2) throw po::error("--compare-weights takes two files: REFERENCE OTHER");
   if (o.grad_reduce != "sum" && o.grad_reduce != "mean" && o.grad_reduce != "none")
@@ -209,8 +213,25 @@ int run(const Options& o) {
     const encore::ReduceOp op = o.grad_reduce == "sum" ? encore::ReduceOp::sum : encore::ReduceOp::mean;
     reduce_grads = [&grp, op](const Buffer& g) { grp.allreduce(g, op); };
   }
-  auto step_fn = [&model, &reduce_grads](const Buffer& x, const Buffer& y, encore::BoundVar, encore::BoundVar, encore::BoundVar) {
-    return model.train_step(x, y, reduce_grads);
+  // The monitoring batch: the first 512 test images (the accuracy gate below uses all of them).
+  // A step that evaluates it is told so by a key (encore::key: a host value that only picks which
+  // work the step does); each value gets a unit of its own, so no replay ever takes the other path.
+  const int mon_rows = 512;
+  const mlp::Batch mon(dev, mon_rows, 784);
+  {
+    std::vector<uint32_t> idx(mon_rows);
+    std::iota(idx.begin(), idx.end(), 0u);
+    std::vector<float> mx;
+    std::vector<int32_t> my;
+    mlp::gather(ds.test_images, ds.test_labels, idx, mx, my);
+    mon.upload(mx, my);
+  }
+  const Buffer mon_correct = dev.alloc<int32_t>(size_t(mon_rows));
+  auto step_fn = [&model, &reduce_grads, &dev, &mon, &mon_correct, mon_rows](const Buffer& x, const Buffer& y, encore::BoundVar,
+                                                                             encore::BoundVar, encore::BoundVar, encore::Key evaluate) {
+    Buffer loss = model.train_step(x, y, reduce_grads);
+    if (evaluate.value) dev.copy(mon_correct, model.eval_step(mon.x, mon.y, mon_rows));
+    return loss;
   };
   encore::TinyJit step(step_fn);
   // Every example is used: whole batches, then a last smaller one (60,000 = 468 x 128 + 96). Each
@@ -238,13 +259,13 @@ int run(const Options& o) {
   // One step on the global batch `idx` (B examples, or the last batch's): this rank's share of it
   // goes into the next upload buffers; bind this step's values; run. The last batch's size is a
   // second input signature: the jit keeps a unit for each.
-  auto train_on = [&](auto& jit, std::span<const uint32_t> idx) {
+  auto train_on = [&](auto& jit, std::span<const uint32_t> idx, bool evaluate = false) {
     const size_t share = idx.size() / size_t(N);
     mlp::gather(ds.train_images, ds.train_labels, idx.subspan(size_t(grp.rank()) * share, share), hx, hy);
     const mlp::Batch& up = share == size_t(b) ? uploads[size_t(t) % uploads.size()] : tail_upload;
     up.upload(hx, hy);
     const mlp::AdamFactors f = mlp::adam_factors(model.config(), ++t);
-    return jit(up.x, up.y, model.lr.bind(lr_at(t - 1)), model.bc1.bind(f.bc1), model.bc2.bind(f.bc2));
+    return jit(up.x, up.y, model.lr.bind(lr_at(t - 1)), model.bc1.bind(f.bc1), model.bc2.bind(f.bc2), encore::key(evaluate));
   };
 
   auto t_train = Clock::now();
@@ -254,8 +275,14 @@ int run(const Options& o) {
     const std::vector<uint32_t> order = mlp::shuffled(n_train, o.seed, uint64_t(e));
     for (int s = 0; s < steps_per_epoch; ++s) {
       const size_t rows = s < whole_steps ? size_t(B) : tail;
-      Buffer loss = train_on(step, std::span(order).subspan(size_t(s) * B, rows));
+      const bool evaluate = o.eval_every > 0 && (t + 1) % o.eval_every == 0;
+      Buffer loss = train_on(step, std::span(order).subspan(size_t(s) * B, rows), evaluate);
       examples += int64_t(rows);
+      if (root && evaluate) {  // what this step's own evaluation found (every rank computes it, rank 0 prints)
+        const std::vector<int32_t> c = mon_correct.copyout<int32_t>();
+        std::printf("step %5lld  monitoring accuracy %.4f (%d test images, evaluated inside the step)\n", (long long)t,
+                    double(std::count(c.begin(), c.end(), 1)) / mon_rows, mon_rows);
+      }
       const bool last = e + 1 == o.epochs && s + 1 == steps_per_epoch;
       if (root && (seconds_since(t_print) > 2.0 || last)) {  // rank-local: no collective may depend on it
         const std::vector<float> l = loss.copyout<float>();

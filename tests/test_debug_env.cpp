@@ -1,6 +1,6 @@
 // What the debug variables print, each in a process of its own (the level is read once per
 // process; tests/meson.build): a plain DEBUG prints nothing (test "debug-alias"), and
-// ENCORE_DEBUG=2 names native items (test "debug-items").
+// ENCORE_DEBUG=2 names native items and a step's decisions (test "debug-items").
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -64,4 +64,25 @@ TEST(DebugItems, NativeItemsAreNamed) {
   const std::string text = logs.text();
   EXPECT_TRUE(contains(text, "native lib_copy")) << text;
   EXPECT_FALSE(contains(text, "upload")) << text;
+}
+
+// ENCORE_DEBUG=2 also prints what each replay of a step that decides chose (encore/control.hpp).
+TEST(DebugItems, DecisionsArePrinted) {
+  if (!env_is("ENCORE_DEBUG", "2")) GTEST_SKIP() << "runs with ENCORE_DEBUG=2 (meson test debug-items)";
+  Env& e = null_env();
+  encore::Variable d{"d", 0, 1}, k{"k", 0, 3}, live{"live", 0, 16};
+  Buffer x = make(e.dev, seq(16, 0.f)), y = e.dev.alloc<float>(16);
+  encore::TinyJit jit([&](encore::BoundVar, encore::BoundVar) {
+    e.dev.host({x}, {live}, [live](encore::HostCtx& c) { c.set(live, 5); }, "count");
+    e.dev.when(d, [&] { e.dev.launch(e.axpb, {live}, {}, x, y, 2.f, 1.f); }, {}, "pick");
+    e.dev.repeat(k, [&] { e.dev.launch(e.axpb, {16}, {}, x, y, 2.f, 1.f); }, "more");
+  });
+  jit(d.bind(0), k.bind(1));
+  jit(d.bind(0), k.bind(1));
+  LogCapture logs;
+  jit(d.bind(1), k.bind(2));
+  const std::string text = logs.text();
+  EXPECT_TRUE(contains(text, "host count") && contains(text, "live = 5")) << text;
+  EXPECT_TRUE(contains(text, "branch pick") && contains(text, "then (d = 1)")) << text;
+  EXPECT_TRUE(contains(text, "loop more") && contains(text, "2 iterations")) << text;
 }

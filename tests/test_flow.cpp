@@ -7,13 +7,18 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "encore/encore.hpp"
+#include "encore/opencl.hpp"
+#include "encore/profile.hpp"
 #include "jit_env.hpp"
 
 using namespace encore;
@@ -323,6 +328,19 @@ TEST(Flow, RepeatRunsTheBodyCountTimes) {
     eager(x, steps.bind(counts[i]));
     ASSERT_EQ(get(a.w), get(b.w)) << "call " << i;
   }
+  // a count over the Variable's bound: refused before anything runs, naming both
+  const std::vector<float> before = get(a.w);
+  Buffer x = make(dev, data(1, n, -1.f, 1.f));
+  try {
+    jit(x, steps.bind(7));
+    ADD_FAILURE() << "expected an ArgumentError";
+  } catch (const ArgumentError& e) {
+    EXPECT_TRUE(contains(e.what(), "steps") && contains(e.what(), "7")) << e.what();
+  }
+  EXPECT_EQ(get(a.w), before);
+  jit(x, steps.bind(2));
+  eager(x, steps.bind(2));
+  EXPECT_EQ(get(a.w), get(b.w));
 }
 
 // A loop until a tolerance: one round trip per iteration, iterations decided by the data.
@@ -478,6 +496,153 @@ TEST_P(FlowErrors, ASelectWhoseBoundsPickNoAlternativeIsRefused) {
   }, {"select two", "bounds [0, 5]", "narrow its bounds"});
   idx.bind(5);  // this thread's value, outside any call
   encore_test::expect_has(encore_test::argument_error([&] { dev.select(idx, {[] {}, [] {}}, "two"); }), {"picks no alternative"});
+}
+
+// The trace shows what each replay decided: a host item's values, a branch's alternative, a
+// loop's iterations (ENCORE_DEBUG=2 prints the same lines: tests/test_debug_env.cpp).
+TEST_P(FlowErrors, TheTraceShowsEachDecision) {
+  Flow& f = flow();
+  Device dev = f.dev;
+  Variable d{"d", 0, 1}, k{"k", 0, 3}, live{"live", 0, n};
+  Buffer cnt = dev.alloc<int32_t>(1), y = make(dev, std::vector<float>(n, 1.0f));
+  dev.fill(cnt, 5);
+  TinyJit jit([&](BoundVar, BoundVar) {
+    dev.host({cnt}, {live}, [live](HostCtx& c) { c.set(live, 7); }, "count");
+    dev.when(d, [&] { dev.launch(f.mark, {live}, {}, y, 1.0f); }, [&] { dev.launch(f.mark, {n}, {}, y, 2.0f); }, "pick");
+    dev.repeat(k, [&] { dev.launch(f.axpy, {n}, {}, y, y, 0.5f); }, "more");
+  });
+  jit(d.bind(0), k.bind(1));
+  jit(d.bind(0), k.bind(1));
+  const std::string path = ::testing::TempDir() + "encore_flow_trace_" + GetParam() + ".json";
+  profile::start();
+  jit(d.bind(1), k.bind(2));
+  jit(d.bind(0), k.bind(3));
+  profile::stop(path);
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string t = ss.str();
+  std::remove(path.c_str());
+  EXPECT_TRUE(contains(t, "\"name\":\"host count\"") && contains(t, "\"decision\":\"live = 7\"")) << t;
+  EXPECT_TRUE(contains(t, "\"name\":\"branch pick\"") && contains(t, "\"decision\":\"then (d = 1)\"") &&
+              contains(t, "\"decision\":\"else (d = 0)\""))
+      << t;
+  EXPECT_TRUE(contains(t, "\"name\":\"loop more\"") && contains(t, "\"decision\":\"2 iterations\"") && contains(t, "\"decision\":\"3 iterations\""))
+      << t;
+}
+
+// Verify mode (ENCORE_VERIFY) checks replays of a step that decides against eager runs like any
+// step: decisions that change between calls are no mismatch.
+TEST(Flow, VerifyModeAcceptsAStepThatDecides) {
+  NEED_CL();
+  Flow& f = cl_flow();
+  Device dev = f.dev;
+  Variable d{"d", 0, 1}, live{"live", 0, n};
+  Buffer cnt = dev.alloc<int32_t>(1), y = dev.alloc<float>(n);
+  auto step = [&](Buffer x, BoundVar) {
+    dev.fill(y, 0.0f);
+    dev.launch(f.count, {1}, {}, x, cnt, n);
+    dev.host({cnt}, {live}, [live](HostCtx& c) { c.set(live, c.read<int32_t>(0)); }, "live");
+    dev.when(d, [&] { dev.launch(f.mark, {live}, {}, y, 1.0f); }, [&] { dev.launch(f.axpy, {n}, {}, y, x, 2.0f); });
+    return y;
+  };
+  TinyJit jit(step, JitOptions{.verify = 6});
+  for (uint32_t i = 0; i < 8; ++i) {
+    Buffer x = make(dev, data(40 + i, n, -1.f, 1.f));
+    EXPECT_NO_THROW(jit(x, d.bind(i % 3 == 0))) << "call " << i;
+  }
+  EXPECT_TRUE(jit.next_call_replays(make(dev, data(1, n, -1.f, 1.f)), d.bind(1)));
+}
+
+// A native callback runs again at every replay, outside the unit's flow: a host item, branch or
+// loop it would add is refused.
+TEST(Flow, ANativeCallbackCannotAddAHostItemBranchOrLoop) {
+  NEED_CL();
+  Flow& f = cl_flow();
+  Device dev = f.dev;
+  Variable v{"v", 0, 4};
+  Buffer cnt = dev.alloc<int32_t>(1), y = dev.alloc<float>(n);
+  dev.fill(cnt, 1);
+  auto native = [&](std::function<void()> inside) {
+    encore::opencl::enqueue_native(dev, [inside](cl_command_queue, std::span<const cl_mem>) { inside(); }, {encore::in(cnt)}, "lib");
+  };
+  expect_jit_error([&] { native([&] { dev.host({cnt}, {v}, [v](HostCtx& c) { c.set(v, 1); }, "h"); }); },
+                   {"a native callback (encore::opencl::enqueue_native) cannot add a host item", "before or after the native call"});
+  expect_jit_error([&] { native([&] { dev.when(v, [] {}); }); }, {"cannot add a branch"});
+  expect_jit_error([&] { native([&] { dev.repeat(v, [] {}); }); }, {"cannot add a loop"});
+  // and inside a captured step: the capture fails with the same error, the next work goes on
+  TinyJit jit([&] { native([&] { dev.host({cnt}, {}, [](HostCtx&) {}); }); });
+  expect_jit_error([&] { jit(); }, {"cannot add a host item"});
+  dev.launch(f.mark, {n}, {}, y, 1.0f);
+  EXPECT_EQ(get(y)[3], 4.0f);
+}
+
+// Events and the in-flight bound hold for a unit that decides: run() returns the replay's
+// completion, the next run may wait for it, and 24 replays queued under max_in_flight = 1 (and
+// unbounded) give the bytes eager execution gives, with the decisions changing every replay.
+TEST(Flow, EventsAndTheInFlightBoundHold) {
+  NEED_CL();
+  Flow& f = cl_flow();
+  Device dev = f.dev;
+  Variable d{"d", 0, 1}, live{"live", 0, n};
+  Buffer x = make(dev, data(3, n, -1.f, 1.f)), cnt = dev.alloc<int32_t>(1);
+  auto step = [&](const Buffer& y) {
+    dev.launch(f.axpy, {n}, {}, x, y, 0.25f);  // x changes with y: the count changes every call
+    dev.launch(f.count, {1}, {}, x, cnt, n);
+    dev.host({cnt}, {live}, [live](HostCtx& c) { c.set(live, c.read<int32_t>(0)); }, "live");
+    dev.when(d, [&] { dev.launch(f.mark, {live}, {}, y, 0.5f); }, [&] { dev.launch(f.axpy, {n}, {}, y, x, -0.5f); }, "pick");
+  };
+  for (uint32_t bound : {1u, 0u}) {
+    const std::vector<float> x0 = data(3, n, -1.f, 1.f);
+    x.copyin(x0);
+    Buffer y = make(dev, data(9, n, -1.f, 1.f));
+    ExecutionUnit unit = [&] {
+      Capture cap(UnitOptions{.max_in_flight = bound, .min_items_in_flight = 0});
+      cap.add_input(y);
+      std::vector<BoundVar> v{d.bind(1)};
+      BindingScope scope(v, true);
+      step(y);
+      return cap.end();
+    }();
+    Buffer ye = make(dev, get(y)), xe = make(dev, get(x));  // the eager twin's state (the unit keeps x)
+    Event last;
+    for (int i = 0; i < 24; ++i) {
+      unit.bind(d.bind(i % 3 == 0));
+      std::vector<Event> after;
+      if (last) after.push_back(last);
+      last = unit.run(after);
+      std::swap(x, xe);
+      {
+        std::vector<BoundVar> v{d.bind(i % 3 == 0)};
+        BindingScope scope(v, true);
+        step(ye);
+      }
+      std::swap(x, xe);
+    }
+    last.wait();
+    EXPECT_EQ(get(y), get(ye)) << "max_in_flight " << bound;
+    EXPECT_EQ(get(x), get(xe)) << "max_in_flight " << bound;
+  }
+}
+
+// The capture check (call 0 against call 1) looks inside a branch's alternatives: work that
+// differs there between the two calls is a JitError, as it is at top level.
+TEST_P(FlowErrors, TheCaptureCheckLooksInsideAlternatives) {
+  Flow& f = flow();
+  Device dev = f.dev;
+  Variable d{"d", 0, 1};
+  Buffer y = dev.alloc<float>(n);
+  int calls = 0;
+  TinyJit jit([&](BoundVar) {
+    ++calls;
+    dev.when(d, [&] { dev.launch(f.mark, {n}, {}, y, static_cast<float>(calls)); }, {}, "frozen");
+  });
+  for (int taken : {1, 0}) {  // the alternative taken, and the one traced without running
+    jit.reset();
+    expect_jit_error([&] {
+      for (int i = 0; i < 3; ++i) jit(d.bind(taken));
+    }, {"argument 1 (float v) in item 1 (kernel fl_mark) differs between call 0 and call 1"});
+  }
 }
 
 // The structure is captured once: later replays take every path (the other alternative, another

@@ -245,6 +245,32 @@ void expect_caught(bool& flag, const char* name) {
   EXPECT_GE(caught, 1) << name << " went unnoticed";
 }
 
+// Verify mode (ENCORE_VERIFY) compares a deciding step's replays with eager runs: a replay that
+// takes the other alternative is reported, naming the buffer that differs.
+TEST(FlowPropertyMutation, VerifyModeCatchesTheOtherBranch) {
+  Kernels* k = cl_kernels();
+  if (!k) GTEST_SKIP() << "no OpenCL device";
+  const Device& dev = k->dev;
+  Vars v;
+  Buffer y = dev.alloc<float>(n), x = dev.alloc<float>(n);
+  dev.fill(x, 0.5f);
+  TinyJit jit([&](BoundVar) {
+    dev.when(v.b, [&] { dev.launch(k->axpy, {n}, {}, y, x, 1.0f); }, [&] { dev.launch(k->axpy, {n}, {}, y, x, -1.0f); });
+    return y;
+  }, JitOptions{.verify = 4});
+  struct Restore {
+    ~Restore() { encore::testing::flow_other_branch = false; }
+  } restore;
+  for (int i = 0; i < 2; ++i) jit(v.b.bind(i % 2));
+  encore::testing::flow_other_branch = true;
+  try {
+    jit(v.b.bind(1));
+    ADD_FAILURE() << "verify mode did not see the replay take the other alternative";
+  } catch (const JitError& e) {
+    EXPECT_NE(std::string(e.what()).find("TinyJit verify: replay differs from eager execution"), std::string::npos) << e.what();
+  }
+}
+
 TEST(FlowPropertyMutation, TheOtherBranchIsCaught) { expect_caught(encore::testing::flow_other_branch, "flow_other_branch"); }
 TEST(FlowPropertyMutation, AStaleHostValueIsCaught) { expect_caught(encore::testing::flow_stale_host, "flow_stale_host"); }
 TEST(FlowPropertyMutation, ALoopOneShortIsCaught) { expect_caught(encore::testing::flow_loop_short, "flow_loop_short"); }

@@ -40,6 +40,9 @@
 //   a loop_while condition the same per iteration; a branch or a counted loop costs no round trip.
 // - One device per step that decides (host items, branches and loops over several devices are a
 //   JitError at capture in this version), and no split-phase native calls (collectives) in it.
+// - None of them may be added from inside a host function or a native callback
+//   (encore::opencl::enqueue_native): a JitError, as that callback runs again at every replay.
+// - The trace (encore/profile.hpp) and ENCORE_DEBUG=2 show what each replay decided.
 // Host values that only pick which work runs (every 10th step) may instead be passed to the
 // TinyJit call as a key (encore::key): each value then gets its own unit.
 #include <concepts>

@@ -58,6 +58,17 @@ struct HostCall {
 };
 void check_not_in_host(const char* what);
 
+// A native callback (encore::opencl::enqueue_native's fn) running on this thread: it runs again at
+// every replay, outside the unit's flow, so a host item, branch or loop it adds would be neither
+// recorded nor replayed. check_not_in_native_fn throws a JitError naming `what` inside one.
+struct NativeFnCall {
+  NativeFnCall() noexcept;
+  ~NativeFnCall();
+  NativeFnCall(const NativeFnCall&) = delete;
+  NativeFnCall& operator=(const NativeFnCall&) = delete;
+};
+void check_not_in_native_fn(const char* what);
+
 // Eager: while > 0 on this thread, work is recorded but not run (an alternative not taken, traced
 // at capture so that replay knows it). Set only inside a capture.
 bool dry_tracing();

@@ -68,6 +68,7 @@ namespace {
 
 thread_local bool tl_verdict = false;  // the last loop condition this thread evaluated eagerly
 thread_local unsigned tl_in_host = 0;  // host functions running on this thread
+thread_local unsigned tl_in_native = 0;  // native callbacks running on this thread
 
 struct DryScope {
   Recorder* r;
@@ -317,6 +318,16 @@ void check_not_in_host(const char* what) {
                    "after the host item, using the Variables it sets");
 }
 
+NativeFnCall::NativeFnCall() noexcept { ++tl_in_native; }
+NativeFnCall::~NativeFnCall() { --tl_in_native; }
+void check_not_in_native_fn(const char* what) {
+  check_not_in_host(what);
+  if (tl_in_native)
+    throw JitError(std::string("a native callback (encore::opencl::enqueue_native) cannot ") + what +
+                   ": it runs again at every replay, where a host item, branch or loop it adds would be neither recorded nor "
+                   "replayed. Add it to the step before or after the native call");
+}
+
 bool dry_tracing() {
   Recorder* r = current_recorder();
   return r && r->dry > 0;
@@ -374,7 +385,7 @@ static ExecItem host_item(const Device& dev, std::vector<Buffer> reads, std::vec
 }
 
 void Device::host(std::vector<Buffer> reads, std::vector<Variable> sets, HostFn fn, std::string name) const {
-  check_not_in_host("add a host item");
+  check_not_in_native_fn("add a host item");
   if (!fn) throw ArgumentError("host item " + named(name) + ": null function");
   ExecItem item = host_item(*this, std::move(reads), std::move(sets), std::move(name));
   std::const_pointer_cast<Flow>(item.flow)->fn = std::move(fn);
@@ -397,7 +408,7 @@ void Device::host(std::vector<Buffer> reads, std::vector<Variable> sets, HostFn 
 
 static void branch(const Device& dev, const Variable& cond, const std::vector<std::function<void()>>& alts, bool when, std::string name) {
   if (!dev) throw ArgumentError("branch: null device");
-  check_not_in_host("add a branch");
+  check_not_in_native_fn("add a branch");
   const std::string what = std::string(when ? "when " : "select ") + named(name);
   if (!when && alts.empty()) throw ArgumentError(what + ": no alternatives");
   const bool dry = dry_tracing();
@@ -441,7 +452,7 @@ void Device::select(const Variable& index, const std::vector<std::function<void(
 
 void Device::repeat(const Variable& count, const std::function<void()>& body, std::string name) const {
   if (!*this) throw ArgumentError("repeat: null device");
-  check_not_in_host("add a loop");
+  check_not_in_native_fn("add a loop");
   const std::string what = "repeat " + named(name);
   if (!body) throw ArgumentError(what + ": null body");
   if (count.is_float()) int_value(count, what);
@@ -467,7 +478,7 @@ void Device::repeat(const Variable& count, const std::function<void()>& body, st
 void Device::loop_while(int64_t max_iterations, std::vector<Buffer> reads, const std::function<void()>& body, HostCond cond,
                         std::string name) const {
   if (!*this) throw ArgumentError("loop_while: null device");
-  check_not_in_host("add a loop");
+  check_not_in_native_fn("add a loop");
   const std::string what = "loop_while " + named(name);
   if (!body || !cond) throw ArgumentError(what + ": null body or condition");
   if (max_iterations < 1) throw ArgumentError(what + ": max_iterations must be >= 1, got " + std::to_string(max_iterations));

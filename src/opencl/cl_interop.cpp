@@ -4,6 +4,7 @@
 
 #include "cl_device.hpp"
 #include "encore/opencl.hpp"
+#include "exec/flow.hpp"
 
 namespace encore::detail {
 
@@ -66,6 +67,7 @@ struct ClNativeCall final : NativeCall {
   NativeFn fn;
   void run(detail::DeviceImpl& d, detail::NativeMem* const* mems, size_t n) const override {
     auto& cd = static_cast<detail::ClDevice&>(d);
+    detail::NativeFnCall in;  // no host items, branches or loops from inside (exec/flow.hpp)
     fn(cd.queue(), std::span<const cl_mem>(reinterpret_cast<const cl_mem*>(mems), n));
   }
 };

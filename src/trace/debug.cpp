@@ -31,4 +31,11 @@ void debug_print_item(const ExecItem& item, uint32_t dims, const size_t* gws, co
   log(LogLevel::debug, line);
 }
 
+void debug_print_decision(const ExecItem& item, const std::string& what, double host_us) {
+  char line[512];
+  std::snprintf(line, sizeof line, "%-6s        %-28.28s %s  (%.2f us host)", item.device().id().c_str(), kind_of(item).label(item).c_str(),
+                what.c_str(), host_us);
+  log(LogLevel::debug, line);
+}
+
 }  // namespace encore::detail

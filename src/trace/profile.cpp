@@ -40,6 +40,8 @@ struct DeviceItem {
   std::string name, phase, global;
   double bytes;
   double enqueued_us;
+  std::string decision;  // a step that decides: what this replay chose (trace_decision)
+  double host_dur_us = 0;
 };
 
 struct Recording {
@@ -126,7 +128,7 @@ TraceSpan::TraceSpan(const char* n) : name(n), start_us(trace_active() ? host_no
 TraceSpan::~TraceSpan() { trace_span(name, start_us); }
 
 void trace_item(DeviceImpl& dev, OwnedEvent ev, const ExecItem& item, const char* phase, uint32_t dims, const size_t* gws) {
-  DeviceItem d{dev.shared_from_this(), std::move(ev), {}, phase, {}, 0, host_now_us()};
+  DeviceItem d{dev.shared_from_this(), std::move(ev), {}, phase, {}, 0, host_now_us(), {}, 0};
   d.name = kind_of(item).label(item);
   if (dims) {
     d.global = "[";
@@ -134,6 +136,14 @@ void trace_item(DeviceImpl& dev, OwnedEvent ev, const ExecItem& item, const char
     d.global += "]";
   }
   for (const StorageAccess& a : item.accesses()) d.bytes += static_cast<double>(a.hi - a.lo);
+  Recording& r = rec();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.items.push_back(std::move(d));
+}
+
+void trace_decision(DeviceImpl& dev, const ExecItem& item, std::string what, double start_us) {
+  const double now = host_now_us();
+  DeviceItem d{dev.shared_from_this(), {}, kind_of(item).label(item), "replay", {}, 0, start_us, std::move(what), now - start_us};
   Recording& r = rec();
   std::lock_guard<std::mutex> lock(r.mu);
   r.items.push_back(std::move(d));
@@ -184,7 +194,7 @@ void stop(const std::string& path) {
     out << ",\n{\"name\":\"" << json_escape(h.name) << "\",\"cat\":\"capture\",\"ph\":\"X\",\"pid\":1,\"tid\":0,\"ts\":" << h.start_us
         << ",\"dur\":" << (h.end_us - h.start_us) << "}";
   for (DeviceItem& d : r.items) {
-    double ts = d.enqueued_us, dur = 0;
+    double ts = d.enqueued_us, dur = d.host_dur_us;
     bool on_device = false;
     if (d.ev) {
       d.ev.wait();
@@ -198,7 +208,9 @@ void stop(const std::string& path) {
     }
     out << ",\n{\"name\":\"" << json_escape(d.name) << "\",\"cat\":\"" << d.phase << "\",\"ph\":\"X\",\"pid\":1,\"tid\":" << tid[d.dev.get()]
         << ",\"ts\":" << ts << ",\"dur\":" << dur << ",\"args\":{\"global\":\"" << d.global << "\",\"bytes\":" << d.bytes
-        << ",\"clock\":\"" << (on_device ? "device" : "host enqueue") << "\"}}";
+        << ",\"clock\":\"" << (on_device ? "device" : "host enqueue") << "\"";
+    if (!d.decision.empty()) out << ",\"decision\":\"" << json_escape(d.decision) << "\"";
+    out << "}}";
   }
   out << "\n]}\n";
   r.clear();

@@ -46,4 +46,18 @@ void replay_host_item(UnitImpl& u, Binding&, BoundItem& x) {
   }
 }
 
+std::string host_decision(const UnitImpl& u, const BoundItem& x) {
+  const FlowBound& f = *x.flow;
+  const Flow& fl = *f.flow;
+  if (fl.cond) return f.verdict ? "again" : "stop";
+  std::string s;
+  const std::vector<Arg>& args = u.plan.items[x.item].args;
+  for (size_t k = 0; k < f.slots.size(); ++k) {
+    const Variable& v = *args[fl.reads + k].var;
+    const VarValue now = u.vars[f.slots[k]];
+    s += (s.empty() ? "" : ", ") + v.name() + " = " + (v.is_float() ? std::to_string(now.f) : std::to_string(now.i));
+  }
+  return s.empty() ? "sets nothing" : s;
+}
+
 }  // namespace encore::detail

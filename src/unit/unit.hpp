@@ -325,6 +325,8 @@ void resolve_sizes(const Plan& p, const BoundItem& b, const std::vector<VarValue
 void set_var(UnitImpl& u, uint32_t slot, VarValue v, bool in_replay = false);
 // flow_replay.cpp: a host item's replay (its reads, its function, its Variables set all or none).
 void replay_host_item(UnitImpl& u, Binding& b, BoundItem& x);
+// What a host item just decided, for the trace and ENCORE_DEBUG=2 ("live = 37", "again").
+std::string host_decision(const UnitImpl& u, const BoundItem& x);
 // replay.cpp
 void check_inputs(UnitImpl& u);
 // Replays once. `done` given ([device]): set to the replay's completion on each device (its last

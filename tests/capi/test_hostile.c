@@ -17,8 +17,13 @@ struct reentry {
   encore_kernel add1;
   encore_buffer x;
   encore_unit unit; /* the unit replaying the callback (NULL while eager or capturing) */
+  encore_variable flag;
   int calls;
 };
+
+static int host_noop(void* ud, encore_host_ctx c) { (void)ud, (void)c; return 0; }
+static int body_noop(void* ud) { (void)ud; return 0; }
+static int cond_stop(void* ud, encore_host_ctx c, int* again) { (void)ud, (void)c; *again = 0; return 0; }
 
 /* Every encore call that would enqueue, record or run work, or change the unit that runs it, must be
  * refused from inside the callback (ENCORE_ERROR_JIT naming the native callback). */
@@ -37,6 +42,11 @@ static int native_reenters(void* ud, struct _cl_command_queue* q, struct _cl_mem
   EXPECT_ERR(encore_buffer_copyout(r->x, host, sizeof host), ENCORE_ERROR_JIT, "native callback");
   EXPECT_ERR(encore_enqueue_native(r->dev, native_reenters, ud, &in_x, 1, "inner"), ENCORE_ERROR_JIT, "native callback");
   EXPECT_ERR(encore_capture_begin(NULL, &cap), ENCORE_ERROR_JIT, "native callback");
+  /* a host item, branch or loop added from inside would be neither recorded nor replayed */
+  EXPECT_ERR(encore_host(r->dev, &r->x, 1, NULL, 0, host_noop, NULL, "inner"), ENCORE_ERROR_JIT, "cannot add a host item");
+  EXPECT_ERR(encore_when(r->dev, r->flag, body_noop, NULL, NULL, "inner"), ENCORE_ERROR_JIT, "cannot add a branch");
+  EXPECT_ERR(encore_repeat(r->dev, r->flag, body_noop, NULL, "inner"), ENCORE_ERROR_JIT, "cannot add a loop");
+  EXPECT_ERR(encore_loop_while(r->dev, 4, &r->x, 1, body_noop, cond_stop, NULL, "inner"), ENCORE_ERROR_JIT, "cannot add a loop");
   if (r->unit) {
     EXPECT_ERR(encore_unit_free_intermediates(r->unit), ENCORE_ERROR_JIT, "native callback");
     EXPECT_ERR(encore_unit_run(r->unit, NULL, 0, NULL), ENCORE_ERROR_JIT, "native callback");
@@ -63,6 +73,7 @@ static int test_native_reentry(encore_device dev, encore_program prog) {
   REQUIRE_OK(encore_kernel_create(prog, "add1", &r.add1));
   REQUIRE_OK(encore_buffer_alloc(dev, ENCORE_I32, 4, &r.x));
   REQUIRE_OK(encore_buffer_copyin(r.x, host, sizeof host));
+  REQUIRE_OK(encore_variable_create_int("flag", 0, 1, &r.flag));
   in_x = encore_arg_inout(r.x);
 
   /* eager */
@@ -91,6 +102,7 @@ static int test_native_reentry(encore_device dev, encore_program prog) {
   encore_unit_destroy(unit);
   encore_buffer_destroy(r.x);
   encore_kernel_destroy(r.add1);
+  encore_variable_destroy(r.flag);
   return 0;
 }
 
