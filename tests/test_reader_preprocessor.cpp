@@ -8,7 +8,6 @@
 #include <CL/cl.h>
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <random>
@@ -177,8 +176,10 @@ TEST(ReaderPreprocessor, StructPaddingAndHugeArrays) {
   EXPECT_TRUE(k.padding[4].empty());
 }
 
-TEST(ReaderPreprocessor, SelfExpandingMacrosFinishFast) {
-  const auto t0 = std::chrono::steady_clock::now();
+// No clock here (CI's sanitizer builds on a loaded machine take seconds): the reader's expansion
+// budget is what bounds the work, and each case below fails on its message when the budget or the
+// painting is broken (volatile's threefold self-expansion would blow the budget).
+TEST(ReaderPreprocessor, SelfExpandingMacrosStopAtTheBudget) {
   // painted blue: expands once, to three tokens, however often it is used
   auto p = params("#define volatile volatile volatile volatile\n"
                   "__kernel void k(__global volatile float* a, __global volatile float* b, __global volatile int* c, __global volatile uint* d) {}");
@@ -193,7 +194,6 @@ TEST(ReaderPreprocessor, SelfExpandingMacrosFinishFast) {
   for (int i = 1; i <= 40; ++i) chain += "#define M" + std::to_string(i) + " M" + std::to_string(i - 1) + " M" + std::to_string(i - 1) + "\n";
   const std::string why = unreadable(chain + "__kernel void k(__global M40 float* a) {}");
   EXPECT_NE(why.find("expand into more than"), std::string::npos) << why;
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.0);
   // the NULL device says so at compile, without bad_alloc
   Device null = Device::open("NULL");
   EXPECT_THROW(null.compile(chain + "__kernel void k(__global M40 float* a) {}"), CompileError);
