@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "encore/encore.hpp"
-#include "unit/size_ref.hpp"
+#include "core/size_ref.hpp"
 
 namespace {
 

@@ -1,13 +1,13 @@
 // encore::Size: launch sizes as literals, affine forms and small expression trees; their values,
 // ranges and text form (read back by size_parse.cpp). A unit compiles them to slots
-// (src/unit/size_ref.cpp).
+// (src/core/size_ref.cpp).
 #include <string>
 
 #include "encore/error.hpp"
 #include "encore/variable.hpp"
 #include "core/var_state.hpp"
 #include "core/size_ops.hpp"
-#include "unit/size_ref.hpp"
+#include "core/size_ref.hpp"
 
 namespace encore {
 

@@ -1,6 +1,6 @@
 #pragma once
 // The arithmetic of launch-size expressions, shared by Size (eager values, capture-time ranges)
-// and a unit's compiled sizes (src/unit/size_ref.cpp), so the two cannot disagree on a value.
+// and a unit's compiled sizes (src/core/size_ref.cpp), so the two cannot disagree on a value.
 #include <algorithm>
 #include <cstdint>
 

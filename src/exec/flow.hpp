@@ -8,6 +8,7 @@
 
 #include "encore/control.hpp"
 #include "encore/exec_item.hpp"
+#include "core/native_fn_guard.hpp"
 #include "core/var_state.hpp"
 
 namespace encore::detail {
@@ -58,15 +59,8 @@ struct HostCall {
 };
 void check_not_in_host(const char* what);
 
-// A native callback (encore::opencl::enqueue_native's fn) running on this thread: it runs again at
-// every replay, outside the unit's flow, so a host item, branch or loop it adds would be neither
-// recorded nor replayed. check_not_in_native_fn throws a JitError naming `what` inside one.
-struct NativeFnCall {
-  NativeFnCall() noexcept;
-  ~NativeFnCall();
-  NativeFnCall(const NativeFnCall&) = delete;
-  NativeFnCall& operator=(const NativeFnCall&) = delete;
-};
+// Also refuses inside a native callback (core/native_fn_guard.hpp): it runs again at every replay,
+// outside the unit's flow, so a host item, branch or loop it adds would be neither recorded nor replayed.
 void check_not_in_native_fn(const char* what);
 
 // Eager: while > 0 on this thread, work is recorded but not run (an alternative not taken, traced

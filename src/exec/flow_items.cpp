@@ -68,7 +68,6 @@ namespace {
 
 thread_local bool tl_verdict = false;  // the last loop condition this thread evaluated eagerly
 thread_local unsigned tl_in_host = 0;  // host functions running on this thread
-thread_local unsigned tl_in_native = 0;  // native callbacks running on this thread
 
 struct DryScope {
   Recorder* r;
@@ -318,11 +317,9 @@ void check_not_in_host(const char* what) {
                    "after the host item, using the Variables it sets");
 }
 
-NativeFnCall::NativeFnCall() noexcept { ++tl_in_native; }
-NativeFnCall::~NativeFnCall() { --tl_in_native; }
 void check_not_in_native_fn(const char* what) {
   check_not_in_host(what);
-  if (tl_in_native)
+  if (in_native_fn())
     throw JitError(std::string("a native callback (encore::opencl::enqueue_native) cannot ") + what +
                    ": it runs again at every replay, where a host item, branch or loop it adds would be neither recorded nor "
                    "replayed. Add it to the step before or after the native call");

@@ -4,7 +4,7 @@
 
 #include "cl_device.hpp"
 #include "encore/opencl.hpp"
-#include "exec/flow.hpp"
+#include "core/native_fn_guard.hpp"
 
 namespace encore::detail {
 
@@ -67,7 +67,7 @@ struct ClNativeCall final : NativeCall {
   NativeFn fn;
   void run(detail::DeviceImpl& d, detail::NativeMem* const* mems, size_t n) const override {
     auto& cd = static_cast<detail::ClDevice&>(d);
-    detail::NativeFnCall in;  // no host items, branches or loops from inside (exec/flow.hpp)
+    detail::NativeFnCall in;  // no host items, branches or loops from inside (core/native_fn_guard.hpp)
     fn(cd.queue(), std::span<const cl_mem>(reinterpret_cast<const cl_mem*>(mems), n));
   }
 };

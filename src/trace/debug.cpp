@@ -31,9 +31,9 @@ void debug_print_item(const ExecItem& item, uint32_t dims, const size_t* gws, co
   log(LogLevel::debug, line);
 }
 
-void debug_print_decision(const ExecItem& item, const std::string& what, double host_us) {
+void debug_print_decision(const std::string& device_id, const std::string& label, const std::string& what, double host_us) {
   char line[512];
-  std::snprintf(line, sizeof line, "%-6s        %-28.28s %s  (%.2f us host)", item.device().id().c_str(), kind_of(item).label(item).c_str(),
+  std::snprintf(line, sizeof line, "%-6s        %-28.28s %s  (%.2f us host)", device_id.c_str(), label.c_str(),
                 what.c_str(), host_us);
   log(LogLevel::debug, line);
 }

@@ -141,9 +141,9 @@ void trace_item(DeviceImpl& dev, OwnedEvent ev, const ExecItem& item, const char
   r.items.push_back(std::move(d));
 }
 
-void trace_decision(DeviceImpl& dev, const ExecItem& item, std::string what, double start_us) {
+void trace_decision(DeviceImpl& dev, std::string label, std::string what, double start_us) {
   const double now = host_now_us();
-  DeviceItem d{dev.shared_from_this(), {}, kind_of(item).label(item), "replay", {}, 0, start_us, std::move(what), now - start_us};
+  DeviceItem d{dev.shared_from_this(), {}, std::move(label), "replay", {}, 0, start_us, std::move(what), now - start_us};
   Recording& r = rec();
   std::lock_guard<std::mutex> lock(r.mu);
   r.items.push_back(std::move(d));

@@ -28,7 +28,7 @@ struct TraceSpan {
 void trace_item(DeviceImpl& dev, OwnedEvent ev, const ExecItem& item, const char* phase, uint32_t dims, const size_t* gws);
 // A decision of a step that decides (encore/control.hpp) made during a replay: a host item's values,
 // a branch's alternative, a loop's iterations; [start_us, now] on its device's track, with `what`.
-void trace_decision(DeviceImpl& dev, const ExecItem& item, std::string what, double start_us);
+void trace_decision(DeviceImpl& dev, std::string label, std::string what, double start_us);
 // A device time on the host's clock, given one reference instant read on both (src/trace/profile.cpp).
 double device_to_host_us(uint64_t device_ns, uint64_t ref_device_ns, double ref_host_us);
 // Sends a message to the log sink (encore/log.hpp); by default printed only at ENCORE_DEBUG >= 1.
@@ -37,6 +37,6 @@ void log(LogLevel level, std::string_view message);
 // ENCORE_DEBUG=2 line for an item that just ran.
 void debug_print_item(const ExecItem& item, uint32_t dims, const size_t* gws, const size_t* lws, uint64_t device_ns, double host_us);
 // ENCORE_DEBUG=2 line for a decision made during a replay (see trace_decision).
-void debug_print_decision(const ExecItem& item, const std::string& what, double host_us);
+void debug_print_decision(const std::string& device_id, const std::string& label, const std::string& what, double host_us);
 
 }  // namespace encore::detail

@@ -123,8 +123,9 @@ template <class Run> static void run_items(UnitImpl& u, Binding& b, Run run) {
 // One-time items (top level only) re-run at their places as in run_items.
 // `show` (ENCORE_DEBUG=2, a trace): each decision is also told (trace_decision, debug_print_decision).
 static void show_decision(const ExecItem& it, DeviceImpl& dev, std::string what, double t0) {
-  if (debug_level() >= 2) debug_print_decision(it, what, trace_now_us() - t0);
-  if (trace_active()) trace_decision(dev, it, std::move(what), t0);
+  // the label is the unit's to give: trace/ sits below the item kinds
+  if (debug_level() >= 2) debug_print_decision(it.device().id(), kind_of(it).label(it), what, trace_now_us() - t0);
+  if (trace_active()) trace_decision(dev, kind_of(it).label(it), std::move(what), t0);
 }
 
 template <class Run> static void run_seq(UnitImpl& u, Binding& b, uint32_t i, uint32_t end, Run& run, uint32_t* once, bool show) {

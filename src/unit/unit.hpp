@@ -16,7 +16,7 @@
 #include "core/owned_event.hpp"
 #include "exec/enqueue.hpp"
 #include "internal.hpp"
-#include "unit/size_ref.hpp"
+#include "core/size_ref.hpp"
 
 namespace encore::detail {
 

@@ -1,4 +1,4 @@
-#include "unit/size_ref.hpp"
+#include "core/size_ref.hpp"
 
 #include "encore/error.hpp"
 #include "core/size_ops.hpp"
