@@ -351,6 +351,20 @@ struct StencilReplay {
   }
 };
 
+// A kernel built from `src` in `base`'s context, for its device (the hand-written loops below).
+cl_kernel hand_kernel(const HandChain& base, const char* src, const char* name) {
+  cl_int err = CL_SUCCESS;
+  cl_device_id dev = nullptr;
+  CHECK(clGetCommandQueueInfo(base.q, CL_QUEUE_DEVICE, sizeof dev, &dev, nullptr));
+  cl_program prog = clCreateProgramWithSource(base.ctx, 1, &src, nullptr, &err);
+  CHECK(err);
+  CHECK(clBuildProgram(prog, 1, &dev, "", nullptr, nullptr));
+  cl_kernel k = clCreateKernel(prog, name, &err);
+  CHECK(err);
+  clReleaseProgram(prog);
+  return k;
+}
+
 // The hand-written loop: both arguments set and the kernel enqueued every step, then a finish.
 struct StencilHand {
   HandChain base{1};  // its context and queue
@@ -358,15 +372,7 @@ struct StencilHand {
   cl_mem g[2] = {nullptr, nullptr};
   StencilHand() {
     cl_int err = CL_SUCCESS;
-    cl_device_id dev = nullptr;
-    CHECK(clGetCommandQueueInfo(base.q, CL_QUEUE_DEVICE, sizeof dev, &dev, nullptr));
-    const char* src = kStencilSrc;
-    cl_program prog = clCreateProgramWithSource(base.ctx, 1, &src, nullptr, &err);
-    CHECK(err);
-    CHECK(clBuildProgram(prog, 1, &dev, "", nullptr, nullptr));
-    k = clCreateKernel(prog, "stencil", &err);
-    CHECK(err);
-    clReleaseProgram(prog);
+    k = hand_kernel(base, kStencilSrc, "stencil");
     for (cl_mem& m : g) {
       m = clCreateBuffer(base.ctx, CL_MEM_READ_WRITE, kGrid * kGrid * sizeof(float), nullptr, &err);
       CHECK(err);
@@ -420,6 +426,91 @@ void BM_stencil_paired(benchmark::State& state) {
   r.start();
   h.start();
   auto replay = [&] { r.run(j); };
+  auto hand = [&] { h.run(); };
+  run_paired(state, replay, hand);
+}
+
+// ---- independent chains: concurrent replay ---------------------------------------------------------
+// A step of kWide independent chains of kDeep small kernels (one work group of kLocal items each,
+// in place: y = y * 1.0001f + 0.5f), chain by chain: replay with concurrent replay (the default:
+// PoCL's out-of-order queue, each kernel waiting for the one before it in its chain) and with it
+// off, each against the hand-written in-order loop of the same kernels, step by step in one loop
+// (run_paired). range(0): 1 concurrent (the default), 0 off.
+constexpr int kWide = 8, kDeep = 10;
+constexpr const char* kWideSrc =
+    "__kernel void inplace(__global float* y) { size_t i = get_global_id(0); y[i] = y[i] * 1.0001f + 0.5f; }";
+
+struct Wide {
+  encore::Device dev;
+  encore::Kernel k;
+  void operator()(const std::vector<encore::Buffer>& ys) const {
+    for (const encore::Buffer& y : ys)
+      for (int d = 0; d < kDeep; ++d) dev.launch(k, {kLocal}, {kLocal}, y);
+  }
+};
+
+struct WideReplay {
+  encore::Device dev = encore::Device::open();
+  Wide w{dev, dev.compile(kWideSrc).kernel("inplace")};
+  std::vector<encore::Buffer> ys;
+  std::map<int64_t, std::unique_ptr<encore::TinyJit<Wide>>> jits;
+  WideReplay() {
+    for (int c = 0; c < kWide; ++c) ys.push_back(dev.alloc<float>(kLocal));
+    for (auto& y : ys) y.copyin(std::vector<float>(kLocal, 1.f));
+  }
+  encore::TinyJit<Wide>& jit(int64_t concurrent) {
+    auto& j = jits[concurrent];
+    if (!j) {
+      encore::JitOptions o;
+      o.unit.concurrent = concurrent != 0;
+      j = std::make_unique<encore::TinyJit<Wide>>(w, o);
+      for (int i = 0; i < 4; ++i) (*j)(ys);
+      if (j->unit().stats().chains != static_cast<size_t>(kWide)) die("the wide step is not 8 chains");
+    }
+    return *j;
+  }
+  static WideReplay& get() {
+    static WideReplay r;
+    return r;
+  }
+};
+
+struct WideHand {
+  HandChain base{1};  // its context and queue
+  cl_kernel k = nullptr;
+  std::vector<cl_mem> ys;
+  WideHand() {
+    cl_int err = CL_SUCCESS;
+    k = hand_kernel(base, kWideSrc, "inplace");
+    std::vector<float> h(kLocal, 1.f);
+    for (int c = 0; c < kWide; ++c) {
+      ys.push_back(clCreateBuffer(base.ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, kLocal * sizeof(float), h.data(), &err));
+      CHECK(err);
+    }
+  }
+  // one kernel object, its argument set before each chain (as a hand-written loop would)
+  void run() {
+    const size_t g = kLocal, l = kLocal;
+    for (cl_mem& y : ys) {
+      CHECK(clSetKernelArg(k, 0, sizeof(cl_mem), &y));
+      for (int d = 0; d < kDeep; ++d) CHECK(clEnqueueNDRangeKernel(base.q, k, 1, nullptr, &g, &l, 0, nullptr, nullptr));
+    }
+    CHECK(clFinish(base.q));
+  }
+  static WideHand& get() {
+    static WideHand h;
+    return h;
+  }
+};
+
+void BM_wide_paired(benchmark::State& state) {
+  WideReplay& r = WideReplay::get();
+  WideHand& h = WideHand::get();
+  encore::TinyJit<Wide>& j = r.jit(state.range(0));
+  auto replay = [&] {
+    j(r.ys);
+    r.dev.synchronize();
+  };
   auto hand = [&] { h.run(); };
   run_paired(state, replay, hand);
 }
@@ -501,6 +592,10 @@ class SummaryReporter : public benchmark::ConsoleReporter {
       if (auto it = ratios_.find(std::string("stencil_paired/") + arg); it != ratios_.end())
         std::printf("launch-bound stencil (%s), replay and hand in one loop, replay/hand of the median runs: %s, host %s\n", what,
                     range(it->second).c_str(), range(host_ratios_.at(it->first)).c_str());
+    for (auto [arg, what] : {std::pair{"1", "concurrent replay"}, {"0", "in-order replay"}})
+      if (auto it = ratios_.find(std::string("wide_paired/") + arg); it != ratios_.end())
+        std::printf("CL, %d independent chains of %d one-group kernels, %s and hand in one loop, replay/hand of the median steps: %s, host %s\n",
+                    kWide, kDeep, what, range(it->second).c_str(), range(host_ratios_.at(it->first)).c_str());
     for (int K : kChains)
       if (auto it = ratios_.find(name("paired", "CL", K)); it != ratios_.end())
         std::printf("CL, K = %d, replay and hand step by step in one loop, replay/hand of the median steps: %s, host %s\n", K,
@@ -561,6 +656,7 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark("stencil_replay", BM_stencil_replay)->Arg(-1)->Arg(3)->Arg(0)->UseRealTime();
     benchmark::RegisterBenchmark("stencil_hand", BM_stencil_hand)->UseRealTime();
     benchmark::RegisterBenchmark("stencil_paired", BM_stencil_paired)->Arg(-1)->Arg(0)->UseRealTime();
+    benchmark::RegisterBenchmark("wide_paired", BM_wide_paired)->Arg(1)->Arg(0)->UseRealTime();
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

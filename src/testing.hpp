@@ -20,6 +20,14 @@ extern bool break_planner;
 extern bool flow_other_branch;
 extern bool flow_stale_host;
 extern bool flow_loop_short;
+// Concurrent replay (src/unit/concurrent.cpp), at bind: on for a step of one chain too; its items
+// run, one after another on the in-order queue, in the order their dependencies allow that strays
+// farthest from the step's; the last item with a dependency loses its first.
+extern bool force_concurrent;
+extern bool concurrent_reorder;
+extern bool drop_dependency;
+// Binds that turned concurrent replay on, so far.
+extern std::atomic<uint64_t> concurrent_binds;
 // Kernel arguments set on NULL-device kernel objects so far (replay re-sets only changes).
 extern std::atomic<uint64_t> null_arg_sets;
 // Work-group limit of NULL-device kernel objects made from now on (0: the device's maximum).

@@ -758,4 +758,54 @@ TEST(PropertyMutation, BrokenPlannerIsDetected) {
 #endif
 }
 
+// ---- concurrent replay (src/unit/concurrent.cpp) ---------------------------------------------------
+
+// Concurrent replay forced on for every step that can have it (one chain too), and optionally its
+// items run in the order their dependencies allow that strays farthest from the step's (test
+// switches; see src/testing.hpp). Restored when the run ends.
+struct ForcedConcurrency {
+  explicit ForcedConcurrency(bool reorder) {
+    encore::testing::force_concurrent = true;
+    encore::testing::concurrent_reorder = reorder;
+  }
+  ~ForcedConcurrency() { encore::testing::force_concurrent = encore::testing::concurrent_reorder = false; }
+};
+
+void concurrent_property(bool reorder, const char* filter) {
+  encore::Device dev = cl_device();
+  if (!dev) GTEST_SKIP() << "no OpenCL device";
+  ForcedConcurrency on(reorder);
+  const uint64_t binds0 = encore::testing::concurrent_binds.load();
+  std::vector<uint64_t> ss = seeds(300);
+  int shown = 0;
+  for (uint64_t seed : ss) {
+    SeedOutcome o = run_seed(seed, {dev}, {{true, true}, {false, false}}, nullptr, false);
+    if (!o.failure.empty()) report_failure(seed, o.failure, &shown, 1, filter);
+  }
+  const uint64_t binds = encore::testing::concurrent_binds.load() - binds0;
+  std::printf("[property concurrent%s] %zu seeds, %llu binds replaying concurrently\n", reorder ? ", reordered" : "", ss.size(),
+              static_cast<unsigned long long>(binds));
+  // most generated steps have only kernels, fills and copies on one device (uploads keep the
+  // in-order path): a good share of the seeds must have run concurrently
+  if (!single_seed() && ss.size() >= 100) {
+    EXPECT_GE(binds, ss.size() / 4);
+  }
+}
+
+// On the device's out-of-order queue, each item waiting only for its dependencies.
+TEST(Property, ConcurrentReplayEqualsEager) { concurrent_property(false, "Property.ConcurrentReplayEqualsEager"); }
+
+// Deterministic: any order the dependencies allow gives the step's results (the out-of-order
+// queue's order is the device's choice; this one is the most distant from the step's).
+TEST(Property, ReorderedConcurrentReplayEqualsEager) { concurrent_property(true, "Property.ReorderedConcurrentReplayEqualsEager"); }
+
+// Dropping one dependency edge (the last item that has one loses its first) under the reordered
+// replay changes bytes on some seed: the property run sees a missing edge.
+TEST(PropertyMutation, DroppedDependencyIsDetected) {
+  if (!cl_device()) GTEST_SKIP() << "no OpenCL device";
+  ForcedConcurrency on(true);
+  MutationResult m = mutation_run("drop_dependency", encore::testing::drop_dependency);
+  EXPECT_GE(m.mismatches, 1) << "a dependency edge was dropped and no output changed";
+}
+
 }  // namespace

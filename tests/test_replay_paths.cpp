@@ -388,6 +388,50 @@ TEST(ReplayPaths, TinyJitMoves) {
     }
 }
 
+// Concurrent replay (UnitOptions::concurrent): ENCORE_DEBUG=1 says which path a unit takes. A step
+// of one chain keeps the in-order path; two independent chains go concurrent where the device has
+// an out-of-order queue (PoCL), and stay in order on NULL, which has none.
+TEST(DebugNotes, SayWhetherAUnitReplaysConcurrently) {
+  const char* level = std::getenv("ENCORE_DEBUG");
+  if (!level || std::string(level) != "1") GTEST_SKIP() << "runs with ENCORE_DEBUG=1 (meson test debug-notes)";
+  SetEnv& e = set_null();
+  encore::UnitOptions on;
+  on.concurrent = true;
+  Buffer y = e.dev.alloc<float>(16), z = e.dev.alloc<float>(16);
+  auto logged = [&](bool two) {
+    LogCapture logs;
+    encore::Capture cap(on);
+    cap.add_input(y);
+    if (two) cap.add_input(z);
+    e.dev.launch(e.dbl, {16}, {}, y);
+    e.dev.launch(e.dbl, {16}, {}, two ? z : y);
+    cap.end();
+    return logs.text();
+  };
+  std::string one = logged(false), two = logged(true);
+  {
+    LogCapture logs;
+    encore::Capture cap;  // off by default
+    e.dev.launch(e.dbl, {16}, {}, y);
+    e.dev.launch(e.dbl, {16}, {}, z);
+    cap.end();
+    EXPECT_TRUE(contains(logs.text(), "replay: in order (UnitOptions::concurrent is off)")) << logs.text();
+  }
+  EXPECT_TRUE(contains(one, "replay: in order (one chain) (replayed items 2, chains 1)")) << one;
+  EXPECT_TRUE(contains(two, "replay: in order (the device has no out-of-order queue) (replayed items 2, chains 2)")) << two;
+  if (!encore_test::have_cl()) return;
+  SetEnv& c = set_cl();
+  Buffer a = c.dev.alloc<float>(16), b = c.dev.alloc<float>(16);
+  LogCapture logs;
+  encore::Capture cap(on);
+  cap.add_input(a);
+  cap.add_input(b);
+  c.dev.launch(c.dbl, {16}, {}, a);
+  c.dev.launch(c.dbl, {16}, {}, b);
+  cap.end();
+  EXPECT_TRUE(contains(logs.text(), "replay: concurrent, on the device's out-of-order queue (replayed items 2, chains 2)")) << logs.text();
+}
+
 // Issue 8.12: a constant-table kernel whose table parameter is not const defaults to inout and is
 // kept; ENCORE_DEBUG=1 says which item and why, with the fix. The level is read once per process:
 // meson runs this test again in a process of its own with ENCORE_DEBUG=1 (test "debug-notes").

@@ -364,6 +364,10 @@ typedef struct encore_unit_options {
   uint32_t min_items_in_flight; /* a short step keeps more replays in flight: at least this many
                                    items' worth, at most 256 replays (default 64; 0: exactly
                                    max_in_flight) */
+  uint32_t reserved0; /* the first release's struct ended with padding here: ignored */
+  int concurrent;     /* replay independent items concurrently where the device has an out-of-order
+                         queue and the step at least two independent chains (default 0; see
+                         UnitOptions::concurrent) */
 } encore_unit_options;
 
 /* Fills the first `size` bytes of *opt with the defaults (prune and plan on) and sets opt->size:
@@ -456,6 +460,7 @@ typedef struct encore_jit_options {
                              used dropped (default 8, 1 to 1024; 1: inputs unlike the capture's are an error) */
   int check_closure;      /* compare call 0 with call 1 at capture (default 1; see encore/jit.hpp) */
   uint32_t min_items_in_flight; /* as in encore_unit_options (default 64) */
+  int concurrent;               /* as in encore_unit_options (default 0) */
 } encore_jit_options;
 
 /* Fills the first `size` bytes of *opt with the defaults, the environment applied (ENCORE_JIT,

@@ -205,13 +205,14 @@ void publish_outputs(JitObj& j, const std::vector<Buffer>& outs, encore_buffer* 
 }
 
 // The sizes each option struct had in each release (encore.h: fields are only appended).
-constexpr size_t kUnitOptionsSizes[] = {sizeof(encore_unit_options)};
-constexpr size_t kJitOptionsSizes[] = {sizeof(encore_jit_options)};
+constexpr size_t kUnitOptionsSizes[] = {offsetof(encore_unit_options, concurrent), sizeof(encore_unit_options)};
+constexpr size_t kJitOptionsSizes[] = {offsetof(encore_jit_options, concurrent), sizeof(encore_jit_options)};
 
 encore_unit_options unit_defaults() {
   const UnitOptions u;
   const CaptureOptions c;
-  return encore_unit_options{sizeof(encore_unit_options), u.prune, u.plan, c.allow_copyout, u.max_in_flight, u.min_items_in_flight};
+  return encore_unit_options{sizeof(encore_unit_options), u.prune, u.plan, c.allow_copyout, u.max_in_flight, u.min_items_in_flight, 0,
+                             u.concurrent};
 }
 
 // The environment (ENCORE_JIT, ENCORE_VERIFY) applied.
@@ -223,11 +224,13 @@ encore_jit_options jit_defaults() {
   }
   return encore_jit_options{sizeof(encore_jit_options), j.enabled,       j.unit.prune,   j.unit.plan,
                             j.capture.allow_copyout,    j.fresh_outputs, j.verify,       j.unit.max_in_flight,
-                            j.max_units,                j.capture.check_closure,         j.unit.min_items_in_flight};
+                            j.max_units,                j.capture.check_closure,         j.unit.min_items_in_flight,
+                            j.unit.concurrent};
 }
 
-UnitOptions to_unit_options(int prune, int plan, uint32_t max_in_flight, uint32_t min_items_in_flight) {
+UnitOptions to_unit_options(int prune, int plan, uint32_t max_in_flight, uint32_t min_items_in_flight, int concurrent) {
   UnitOptions u;
+  u.concurrent = concurrent != 0;
   u.prune = prune != 0;
   u.plan = plan != 0;
   u.max_in_flight = max_in_flight;  // bounds: UnitOptions::validate (Capture) or JitOptions::validate
@@ -238,7 +241,7 @@ UnitOptions to_unit_options(int prune, int plan, uint32_t max_in_flight, uint32_
 JitOptions to_jit_options(const encore_jit_options& o) {
   JitOptions j;
   j.enabled = o.enabled != 0;
-  j.unit = to_unit_options(o.prune, o.plan, o.max_in_flight, o.min_items_in_flight);
+  j.unit = to_unit_options(o.prune, o.plan, o.max_in_flight, o.min_items_in_flight, o.concurrent);
   j.capture.allow_copyout = o.allow_copyout != 0;
   j.capture.check_closure = o.check_closure != 0;
   j.fresh_outputs = o.fresh_outputs != 0;
@@ -287,7 +290,7 @@ encore_status encore_capture_begin(const encore_unit_options* opt, encore_captur
     const encore_unit_options o = read_sized(opt, kUnitOptionsSizes, unit_defaults(), "encore_unit_options");
     CaptureOptions c;
     c.allow_copyout = o.allow_copyout != 0;
-    const UnitOptions u = to_unit_options(o.prune, o.plan, o.max_in_flight, o.min_items_in_flight);
+    const UnitOptions u = to_unit_options(o.prune, o.plan, o.max_in_flight, o.min_items_in_flight, o.concurrent);
     u.validate();  // the C++ API's bounds, in its words (Capture's constructor checks them too)
     c.validate();
     auto cap = std::make_shared<CaptureObj>();

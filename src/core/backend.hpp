@@ -132,6 +132,22 @@ class QueueBackend {
   virtual void retain_event(NativeEvent* /*ev*/) {}
   // Drops one reference to `ev` (after the exit drain: nothing, the driver may be gone).
   virtual void release_event(NativeEvent* /*ev*/) noexcept {}
+  // A second queue of this device whose commands run out of order, each after its wait list: the
+  // replay of independent items (src/unit/concurrent.cpp). Opened at the first call (a unit's bind,
+  // never a replay); false where the device offers none (NULL; OpenCL without
+  // CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE). Thread-safe. The calls below run on that queue, each
+  // after `waits` (`n` of them, null entries skipped; events of this context), setting `*done` (when
+  // given) to its own event; they are called only after open_concurrent returned true.
+  virtual bool open_concurrent() { return false; }
+  virtual void launch_after(BackendKernel& k, uint32_t dims, const size_t* global, const size_t* local, NativeEvent* const* waits,
+                            uint32_t n, NativeEvent** done);
+  virtual void fill_after(NativeMem* root, size_t offset, const void* pattern, size_t pattern_bytes, size_t bytes, NativeEvent* const* waits,
+                          uint32_t n, NativeEvent** done);
+  virtual void copy_after(NativeMem* dst_root, size_t dst_off, NativeMem* src_root, size_t src_off, size_t bytes, NativeEvent* const* waits,
+                          uint32_t n, NativeEvent** done);
+  // A marker on that queue after `waits` (n == 0: after every command enqueued on it so far),
+  // submitted (flushed), so that a wait for it on another queue or the host cannot stall.
+  virtual NativeEvent* marker_after(NativeEvent* const* waits, uint32_t n);
   // Later work on this queue waits for `events` without blocking the host where the backend can
   // (events of its own context); others are waited for on the host first.
   virtual void enqueue_wait(std::span<const Event> events) {

@@ -56,7 +56,12 @@ void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) 
     throw Error("internal error: the plan's cross-device order and the copy's variant (" + std::string(name(path)) + ") disagree for " +
                 it.describe());
   switch (path) {
-    case CopyPath::queue: x.replay = replay_queue; break;
+    case CopyPath::queue:
+      x.replay = replay_queue;
+      x.replay_after = [](BoundItem& y, NativeEvent* const* waits, uint32_t n, NativeEvent** done) {
+        y.dev->copy_after(y.dst->root()->mem, y.dst->offset, y.src->root()->mem, y.src->offset, y.n, waits, n, done);
+      };
+      break;
     case CopyPath::peer:
       x.replay = replay_peer;
       x.orders_itself = true;  // the generic order around an item (a barrier, a marker) would add commands

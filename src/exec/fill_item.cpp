@@ -32,6 +32,9 @@ void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) 
   x.data = it.data->data();
   x.unit = it.data->size();
   c.b.uses[st.ops[0]].push_back({c.bound, 0, 0});
+  x.replay_after = [](BoundItem& f, NativeEvent* const* waits, uint32_t n, NativeEvent** done) {
+    f.dev->fill_after(f.dst->root()->mem, f.dst->offset, f.data, f.unit, f.n, waits, n, done);
+  };
 }
 
 void point(BoundItem& x, uint32_t, uint32_t, BufferImpl* to, NativeMem*) { x.dst = to; }

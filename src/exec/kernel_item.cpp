@@ -60,6 +60,15 @@ void run_eager(const ExecItem& it) {
 
 void submit(const ExecItem& it) { it.kernel.device().launch_args(it.kernel, it.global, it.local, it.args, it.name, it.estimate); }
 
+// On the out-of-order queue (a concurrent replay): an empty launch is a marker, so what waits for
+// it still waits for what it waited for.
+void replay_after(BoundItem& x, NativeEvent* const* waits, uint32_t n, NativeEvent** done) {
+  if (!x.ld.empty) return x.dev->launch_after(*x.kernel, x.ld.dims, x.ld.gws, x.ld.lws, waits, n, done);
+  NativeEvent* m = x.dev->marker_after(waits, n);
+  if (done) *done = m;
+  else x.dev->release_event(m);
+}
+
 void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) {
   Binding& b = c.b;
   const Plan& p = c.p;
@@ -103,9 +112,11 @@ void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) 
         use(static_cast<uint32_t>(s->var));
     }
   resolve_sizes(p, x, c.u.vars, x.ld);
+  x.replay_after = replay_after;
 }
 
 void point(BoundItem& x, uint32_t, uint32_t arg, BufferImpl*, NativeMem* handle) { x.kernel->set_buffer(arg, handle); }
+
 
 bool replay_event(BoundItem& x, NativeEvent** ev) {
   if (x.ld.empty) return false;  // a zero global size: OpenCL enqueues nothing

@@ -11,8 +11,8 @@ namespace {
 
 // clEnqueueNDRangeKernel, with the launch in the error
 void enqueue_nd(cl_command_queue q, const std::string& dev_id, ClKernel& ck, uint32_t dims, const size_t* global, const size_t* local,
-                cl_event* ev) {
-  cl_int st = clEnqueueNDRangeKernel(q, ck.get(), dims, nullptr, global, local, 0, nullptr, ev);
+                cl_event* ev, cl_uint n_waits = 0, const cl_event* waits = nullptr) {
+  cl_int st = clEnqueueNDRangeKernel(q, ck.get(), dims, nullptr, global, local, n_waits, waits, ev);
   if (st != CL_SUCCESS) [[unlikely]] {
     std::string what = "kernel " + ck.name() + " global [";
     for (uint32_t i = 0; i < dims; ++i) (what += i ? "," : "") += std::to_string(global[i]);
@@ -24,6 +24,22 @@ void enqueue_nd(cl_command_queue q, const std::string& dev_id, ClKernel& ck, uin
     }
     throw OpenCLError(st, "clEnqueueNDRangeKernel", what + " on " + dev_id);
   }
+}
+
+// A wait list for the out-of-order queue, without allocation: null entries dropped; a list longer
+// than fits becomes a barrier on that queue first (after every command on it so far: more than the
+// list, never less). Returns the entries kept in `w`.
+cl_uint wait_list(cl_command_queue q, NativeEvent* const* waits, uint32_t n, cl_event (&w)[16], const std::string& dev_id) {
+  cl_uint k = 0;
+  for (uint32_t i = 0; i < n; ++i)
+    if (waits[i]) {
+      if (k == 16) {
+        cl::check(clEnqueueBarrierWithWaitList(q, 0, nullptr, nullptr), "clEnqueueBarrierWithWaitList", dev_id);
+        return 0;
+      }
+      w[k++] = reinterpret_cast<cl_event>(waits[i]);
+    }
+  return k;
 }
 
 }  // namespace
@@ -111,9 +127,50 @@ void ClDevice::launch(BackendKernel& k, uint32_t dims, const size_t* global, con
   enqueue_nd(queue(), info.id, static_cast<ClKernel&>(k), dims, global, local, done ? &ev : nullptr);
   if (done) *done = reinterpret_cast<NativeEvent*>(ev);
 }
-// after the exit drain the queue is empty but for work enqueued since, which exit abandons
+// after the exit drain the queue is empty but for work enqueued since, which exit abandons. (The
+// out-of-order queue's work ends before a barrier on this queue: src/unit/concurrent.cpp.)
 void ClDevice::finish_queue() {
   if (!exiting()) cl::check(clFinish(queue()), "clFinish", info.id);
+}
+void ClDevice::launch_after(BackendKernel& k, uint32_t dims, const size_t* global, const size_t* local, NativeEvent* const* waits, uint32_t n,
+                            NativeEvent** done) {
+  cl_event w[16], ev = nullptr;
+  const cl_uint nw = wait_list(ooo(), waits, n, w, info.id);
+  enqueue_nd(ooo(), info.id, static_cast<ClKernel&>(k), dims, global, local, done ? &ev : nullptr, nw, nw ? w : nullptr);
+  if (done) *done = reinterpret_cast<NativeEvent*>(ev);
+}
+void ClDevice::fill_after(NativeMem* root, size_t off, const void* pattern, size_t pb, size_t bytes, NativeEvent* const* waits, uint32_t n,
+                          NativeEvent** done) {
+  if (bytes == 0) {  // CL_INVALID_VALUE otherwise: a marker keeps the order
+    NativeEvent* m = marker_after(waits, n);
+    if (done) *done = m;
+    else release_event(m);
+    return;
+  }
+  cl_event w[16], ev = nullptr;
+  const cl_uint nw = wait_list(ooo(), waits, n, w, info.id);
+  if (cl_int st = clEnqueueFillBuffer(ooo(), cl::mem(root), pattern, pb, off, bytes, nw, nw ? w : nullptr, done ? &ev : nullptr);
+      st != CL_SUCCESS)
+    cl::check(st, "clEnqueueFillBuffer", std::to_string(bytes) + " bytes on " + info.id);
+  if (done) *done = reinterpret_cast<NativeEvent*>(ev);
+}
+void ClDevice::copy_after(NativeMem* dst, size_t doff, NativeMem* src, size_t soff, size_t bytes, NativeEvent* const* waits, uint32_t n,
+                          NativeEvent** done) {
+  cl_event w[16], ev = nullptr;
+  const cl_uint nw = wait_list(ooo(), waits, n, w, info.id);
+  if (cl_int st = clEnqueueCopyBuffer(ooo(), cl::mem(src), cl::mem(dst), soff, doff, bytes, nw, nw ? w : nullptr, done ? &ev : nullptr);
+      st != CL_SUCCESS)
+    cl::check(st, "clEnqueueCopyBuffer", std::to_string(bytes) + " bytes on " + info.id);
+  if (done) *done = reinterpret_cast<NativeEvent*>(ev);
+}
+NativeEvent* ClDevice::marker_after(NativeEvent* const* waits, uint32_t n) {
+  cl_event w[16], ev = nullptr;
+  const cl_uint nw = wait_list(ooo(), waits, n, w, info.id);
+  // an empty list (asked for, or every entry null) means after everything on the queue so far
+  if (cl_int st = clEnqueueMarkerWithWaitList(ooo(), nw, nw ? w : nullptr, &ev); st != CL_SUCCESS)
+    cl::check(st, "clEnqueueMarkerWithWaitList", info.id + " (out-of-order queue)");
+  clFlush(ooo());
+  return reinterpret_cast<NativeEvent*>(ev);
 }
 void ClDevice::flush() {
   if (!exiting()) clFlush(queue());

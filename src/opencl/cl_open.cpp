@@ -208,6 +208,7 @@ ClDevice::ClDevice(cl_command_queue q, int serial) {
 }
 
 ClDevice::~ClDevice() {
+  if (ooo() && !exiting()) clFinish(ooo());
   if (q_ && !exiting()) clFinish(q_.get());
   allocator.reset();  // return cached memory while the context is alive
 }
@@ -218,6 +219,24 @@ void ClDevice::open_queue() {
   cl_int err = CL_SUCCESS;
   q_ = cl::Queue(cl::create_queue(ctx_->ctx.get(), dev_, profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &err));
   cl::check(err, "clCreateCommandQueue", info.id);
+}
+
+// The out-of-order queue of a concurrent replay, where the device offers one
+// (CL_DEVICE_QUEUE_PROPERTIES, the same query as 2.0's CL_DEVICE_QUEUE_ON_HOST_PROPERTIES). A device
+// that offers it and still refuses the queue counts as offering none: replay stays in order.
+bool ClDevice::open_concurrent() {
+  std::lock_guard<std::mutex> lock(ooo_mu_);
+  if (ooo_tried_) return ooo() != nullptr;
+  ooo_tried_ = true;
+  cl_command_queue_properties qp = 0;
+  if (clGetDeviceInfo(dev_, CL_DEVICE_QUEUE_PROPERTIES, sizeof qp, &qp, nullptr) != CL_SUCCESS || !(qp & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE))
+    return false;
+  cl_int err = CL_SUCCESS;
+  cl_command_queue q = cl::create_queue(ctx(), dev_, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE | (profiling ? CL_QUEUE_PROFILING_ENABLE : 0), &err);
+  if (err != CL_SUCCESS || !q) return false;
+  ooo_ = cl::Queue(q);
+  ooo_q_.store(q, std::memory_order_release);
+  return true;
 }
 
 std::vector<std::shared_ptr<DeviceImpl>> ClDevice::split(unsigned parts) {

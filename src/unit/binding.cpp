@@ -248,6 +248,7 @@ void bind_unit(UnitImpl& u) {
       }
     u.versions_taken = true;
   }
+  bind_concurrent(u, b);
   u.bound = std::move(bd);
   u.rebind = false;
 }

@@ -369,6 +369,8 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
   u.stats.items_replayed = n - u.stats.items_pruned;
   u.stats.inputs = u.inputs.size();
   u.stats.variables = u.vars.size();
+  u.deps = plan_deps(u);
+  u.stats.chains = u.deps.longest ? (u.stats.items_replayed + u.deps.longest - 1) / u.deps.longest : 0;
   return u;
 }
 

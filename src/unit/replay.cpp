@@ -80,11 +80,16 @@ static void run_item_debug(const Plan& p, Binding& bd, BoundItem& b) {
                    std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
 }
 
-template <class Run> static void run_items(UnitImpl& u, Binding& b, Run run) {
+// Whether something one-time items read or write changed since they last ran (they run again).
+static bool once_stale(const UnitImpl& u) {
   bool stale = false;
   if (!ENCORE_TESTING_IS(ignore_versions))
     for (auto& [r, ver] : u.once_versions) stale = stale || r->version.load(std::memory_order_acquire) != ver;
-  if (!stale) {
+  return stale;
+}
+
+template <class Run> static void run_items(UnitImpl& u, Binding& b, Run run) {
+  if (!once_stale(u)) {
     // the items from first_end on may end their device's replay with their own event (the loop
     // before them stays as plain as it was: a branch per item there cost ~3 ns of ~8 on NULL)
     const uint32_t plain = b.end_events ? b.first_end : b.n_replay;
@@ -188,11 +193,8 @@ template <class Run> static void run_seq(UnitImpl& u, Binding& b, uint32_t i, ui
 }
 
 template <class Run> static void run_flow(UnitImpl& u, Binding& b, Run run) {
-  bool stale = false;
-  if (!ENCORE_TESTING_IS(ignore_versions))
-    for (auto& [r, ver] : u.once_versions) stale = stale || r->version.load(std::memory_order_acquire) != ver;
   const bool show = debug_level() >= 2 || trace_active();
-  if (!stale) {
+  if (!once_stale(u)) {
     run_seq(u, b, 0, b.n_replay, run, nullptr, show);
     return;
   }
@@ -284,7 +286,7 @@ void run_unit(UnitImpl& u, OwnedEvent* done) {
   const bool ends_group = slot && u.in_flight_pos + 1 == u.in_flight_every;
   OwnedEvent* ends = done ? done : ends_group ? slot : nullptr;
   // the plain loop ends each device's replay with its last kernel's event; the others with markers
-  b.end_events = ends && !debug && !trace_active() && !u.plan.sync.ordered() && (!u.plan.flow || u.plan.flow_tail) ? ends : nullptr;
+  b.end_events = ends && !debug && !trace_active() && !u.plan.sync.ordered() && (!u.plan.flow || u.plan.flow_tail) && !b.conc.on ? ends : nullptr;
   // a replay that fails part way cancels the split-phase calls it began and did not finish
   struct CancelOpen {
     Binding& b;
@@ -300,6 +302,8 @@ void run_unit(UnitImpl& u, OwnedEvent* done) {
       else run_flow(u, b, [](Binding& bd, BoundItem& x) { run_item(bd, x); });  // a lambda: inlined, where a function pointer is called through
     } else if (debug) run_items_ordered(u, b, [&](Binding& bd, BoundItem& x) { run_item_debug(u.plan, bd, x); });
     else if (trace_active()) run_items_ordered(u, b, [&](Binding& bd, BoundItem& x) { run_item_traced(u.plan, bd, x); });
+    // concurrent (concurrent.cpp) but where one-time items run again: then in order, in step order
+    else if (b.conc.on && !once_stale(u)) run_concurrent(u, b, ends);
     else if (u.plan.sync.ordered()) run_items_ordered(u, b, run_item);
     else run_items(u, b, run_item);
   } catch (...) {

@@ -68,6 +68,15 @@ struct CrossSync {
   bool ordered() const { return slots != 0; }
 };
 
+// Order among the replayed items of one device, for replaying them concurrently (concurrent.cpp):
+// each item's dependencies over byte ranges, reduced to those no other path implies.
+struct ItemDeps {
+  bool eligible = false;                 // one device, no flow, no split-phase or cross-device items
+  uint32_t longest = 0;                  // items on the longest chain of dependencies
+  std::vector<std::vector<uint32_t>> on; // per item (plan index): the earlier replayed items it waits for
+  const char* why = "";                  // when not eligible: the reason (ENCORE_DEBUG=1)
+};
+
 struct Plan {
   UnitOptions opt;
   bool flow = false;            // some host, branch or loop item: replayed by run_flow (flow_replay.cpp)
@@ -93,6 +102,7 @@ struct Plan {
   std::vector<BufferImpl*> fresh_output_roots;     // outputs created during the capture
   std::vector<std::shared_ptr<DeviceImpl>> devices;
   CrossSync sync;
+  ItemDeps deps;
   std::vector<std::string> keep_notes;             // ENCORE_DEBUG=1: why items that look one-time are kept
   UnitStats stats;
 
@@ -110,6 +120,8 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
 // sync.cpp: the device whose queue runs an item, and the cross-device order of a plan.
 const std::shared_ptr<DeviceImpl>& queue_of(const ExecItem& it);
 CrossSync plan_sync(const Plan& p);
+// concurrent.cpp: the replayed items' dependencies (after plan_sync: it reads p.sync).
+ItemDeps plan_deps(const Plan& p);
 
 // Roots created during capture `capture_id` that no handle outside `items` refers to.
 std::vector<BufferImpl*> find_internal(const std::vector<ExecItem>& items, uint64_t capture_id);
@@ -163,6 +175,10 @@ struct BoundItem {
   int32_t ends_device = -1;          // the last replayed item on plan device d with an event of its own: it ends the replay there
   uint32_t wait_at = 0, wait_n = 0;  // its slots in Binding::wait_slots
   FlowBound* flow = nullptr;         // host, branch, loop (Binding::flows)
+  // its replay on the device's out-of-order queue after `waits` (n >= 1), setting `*done` (when
+  // given) to its event: set by the binds of kinds that can (kernels, fills, copies on one queue);
+  // a unit with a replayed item without one replays in order (src/unit/concurrent.cpp)
+  void (*replay_after)(BoundItem& x, NativeEvent* const* waits, uint32_t n, NativeEvent** done) = nullptr;
 };
 
 // A bound item's use of an entry: its operand k, argument `arg` (ItemAccess::arg).
@@ -206,6 +222,18 @@ class SyncEvents {
   std::vector<DeviceImpl*> dev_;
 };
 
+// A concurrent replay's order on the device's out-of-order queue (concurrent.cpp), made at bind, so
+// a replay only gathers wait lists into `gather`. Indexes are bound items'.
+struct ConcurrentOrder {
+  bool on = false;
+  std::vector<uint32_t> order;           // replayed items in enqueue order (step order)
+  std::vector<uint32_t> wait_at, wait_n; // per replayed item: its dependencies in `waits`
+  std::vector<uint32_t> waits;
+  std::vector<uint8_t> signals;          // per replayed item: a later item waits for its event
+  std::vector<NativeEvent*> ev;          // per replayed item: its event in this replay (signals only)
+  std::vector<NativeEvent*> gather;      // one wait list
+};
+
 // Device objects for one plan. Replayed items come first in `items` (step order, with the finish
 // items of split-phase calls where plan.sync places them), then one-time items (step order).
 struct Binding {
@@ -237,6 +265,7 @@ struct Binding {
   // which staging copy this replay's host uploads use, in [0, in_flight_depth): the copy's previous
   // user is a replay in_flight_depth / in_flight_every groups back, complete before this one starts
   uint32_t ring = 0;
+  ConcurrentOrder conc;
 };
 
 // This replay's events at `slots`, gathered into one array (null where an item did not run).
@@ -327,6 +356,10 @@ void set_var(UnitImpl& u, uint32_t slot, VarValue v, bool in_replay = false);
 void replay_host_item(UnitImpl& u, Binding& b, BoundItem& x);
 // What a host item just decided, for the trace and ENCORE_DEBUG=2 ("live = 37", "again").
 std::string host_decision(const UnitImpl& u, const BoundItem& x);
+// concurrent.cpp: whether bound unit `u` replays concurrently (sets b.conc; at the end of bind_unit),
+// and one such replay (one-time items not stale). `ends` given: set to the replay's completion.
+void bind_concurrent(UnitImpl& u, Binding& b);
+void run_concurrent(UnitImpl& u, Binding& b, OwnedEvent* ends);
 // replay.cpp
 void check_inputs(UnitImpl& u);
 // Replays once. `done` given ([device]): set to the replay's completion on each device (its last

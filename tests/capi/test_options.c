@@ -1,6 +1,7 @@
 /* The growable option structs (encore_unit_options, encore_jit_options): the init functions set
  * the size and the defaults, a size no release had is a clear error, and the fields reach the
  * capture and the unit. Runs on the NULL device (it counts items; it computes nothing). */
+#include <stddef.h>
 #include <string.h>
 
 #include "check.h"
@@ -94,6 +95,16 @@ int main(void) {
   bad = uo;
   bad.size = sizeof bad + 16; /* a newer header's struct: fields this library cannot honour */
   EXPECT_FAILS(capture(&s, &bad, 0, &unit), ENCORE_ERROR_INVALID_ARGUMENT, "encore_unit_options");
+  /* the first release's sizes (before `concurrent`): accepted, the newer field at its default */
+  EXPECT_TRUE(uo.concurrent == 0 && jo.concurrent == 0);
+  bad = uo;
+  bad.size = offsetof(encore_unit_options, concurrent);
+  EXPECT_OK(capture(&s, &bad, 0, &unit));
+  EXPECT_OK(encore_unit_destroy(unit));
+  unit = NULL;
+  memset(&jbad, 0xff, sizeof jbad);
+  EXPECT_OK(encore_jit_options_init(&jbad, offsetof(encore_jit_options, concurrent)));
+  EXPECT_TRUE(jbad.size == offsetof(encore_jit_options, concurrent) && jbad.min_items_in_flight == 64);
   jbad = jo;
   jbad.size = 1;
   EXPECT_ERR(encore_jit_create(ok_step, NULL, 0, &jbad, &jit), ENCORE_ERROR_INVALID_ARGUMENT, "encore_jit_options.size is 1");
