@@ -29,6 +29,7 @@
 #include "property_gen.hpp"
 #include "device_pair.hpp"
 #include "test_util.hpp"
+#include "core/device_impl.hpp"
 #include "unit/prune.hpp"
 
 namespace {
@@ -774,6 +775,7 @@ struct ForcedConcurrency {
 void concurrent_property(bool reorder, const char* filter) {
   encore::Device dev = cl_device();
   if (!dev) GTEST_SKIP() << "no OpenCL device";
+  if (!dev.impl()->open_concurrent()) GTEST_SKIP() << "the device has no out-of-order queue";
   ForcedConcurrency on(reorder);
   const uint64_t binds0 = encore::testing::concurrent_binds.load();
   std::vector<uint64_t> ss = seeds(300);
@@ -803,6 +805,7 @@ TEST(Property, ReorderedConcurrentReplayEqualsEager) { concurrent_property(true,
 // replay changes bytes on some seed: the property run sees a missing edge.
 TEST(PropertyMutation, DroppedDependencyIsDetected) {
   if (!cl_device()) GTEST_SKIP() << "no OpenCL device";
+  if (!cl_device().impl()->open_concurrent()) GTEST_SKIP() << "the device has no out-of-order queue";
   ForcedConcurrency on(true);
   MutationResult m = mutation_run("drop_dependency", encore::testing::drop_dependency);
   EXPECT_GE(m.mismatches, 1) << "a dependency edge was dropped and no output changed";
