@@ -5,6 +5,10 @@
 //   ENCORE_DEVICE=CL bench-capture --benchmark_filter=/1000/  # on OpenCL
 // Shapes: shared    every item `acc(state)`: state is inout in every item;
 //         shared+temp  every item `acc2(state, t)` with a new temporary t per item (planned).
+//         access/off|in|in+out  every item `scale(x, y)`, y = 2x: the access check at capture
+//                  (CaptureOptions::check_access) off, on with x inferred in (x read before and
+//                  after each launch), on with encore::out(y) too (each launch also re-run on
+//                  scratch copies); what the check costs per checked launch.
 // Counters: per_item (capture time per item), end (Capture::end(): prune, plan, bind).
 #include <benchmark/benchmark.h>
 
@@ -48,8 +52,34 @@ template <bool Temp> void capture(benchmark::State& state) {
   state.counters["end"] = benchmark::Counter(end_s, benchmark::Counter::kAvgIterations);
 }
 
+// Mode 0: check off (y given as encore::out); 1: on, x inferred in, y inout; 2: on, x in, encore::out(y).
+template <int Mode> void capture_access(benchmark::State& state) {
+  const encore::Device dev = device();
+  const encore::Kernel k = dev.compile("__kernel void scale(__global float* x, __global float* y) { size_t i = get_global_id(0); y[i] = x[i] * 2.0f; }")
+                               .kernel("scale");
+  const encore::Buffer x = dev.alloc<float>(64), y = dev.alloc<float>(64);
+  x.copyin(std::vector<float>(64, 1.f));
+  y.copyin(std::vector<float>(64, 0.f));
+  encore::CaptureOptions opt;
+  opt.check_access = Mode != 0;
+  const int64_t n = state.range(0);
+  for (auto _ : state) {
+    encore::Capture cap({}, opt);
+    for (int64_t i = 0; i < n; ++i) {
+      if (Mode == 1) dev.launch(k, {64}, {}, x, y);
+      else dev.launch(k, {64}, {}, x, encore::out(y));
+    }
+    encore::ExecutionUnit unit = cap.end();
+    benchmark::DoNotOptimize(unit.stats());
+  }
+  state.counters["per_item"] = benchmark::Counter(double(n), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
 }  // namespace
 
+BENCHMARK(capture_access<0>)->Name("capture/access/off")->Arg(1000)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(capture_access<1>)->Name("capture/access/in")->Arg(1000)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(capture_access<2>)->Name("capture/access/in+out")->Arg(1000)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(capture<false>)->Name("capture/shared")->Arg(1000)->Arg(5000)->Arg(20000)->Arg(100000)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(capture<true>)->Name("capture/shared+temp")->Arg(1000)->Arg(20000)->Arg(100000)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_MAIN();

@@ -70,6 +70,7 @@ __kernel void acc_kinds(__global const float* a,      // in
                         uchar u,
                         const __global float* f,      // in
                         __global float const* g) {    // in
+  b[1] = s;  // written, so inout both from the reader and from the source's body
   d[get_global_id(0)] = a[0] + b[0] + c[0] + e[0] + f[0] + g[0] + s + n + m + q + u;
 }
 )CL";

@@ -461,6 +461,8 @@ typedef struct encore_jit_options {
   int check_closure;      /* compare call 0 with call 1 at capture (default 1; see encore/jit.hpp) */
   uint32_t min_items_in_flight; /* as in encore_unit_options (default 64) */
   int concurrent;               /* as in encore_unit_options (default 0) */
+  int check_access;       /* try access claims that allow pruning on call 1's data (default 1; see
+                             CaptureOptions::check_access in encore/execution_unit.hpp) */
 } encore_jit_options;
 
 /* Fills the first `size` bytes of *opt with the defaults, the environment applied (ENCORE_JIT,

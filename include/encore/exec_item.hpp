@@ -32,7 +32,7 @@ struct ENCORE_API Sizes {
 // A buffer argument with its access stated at launch: encore::in(x), encore::out(y), encore::inout(z).
 struct BufferArg {
   Buffer buf;
-  Access access = Access::none;  // none: from the kernel's qualifiers
+  Access access = Access::none;  // none: the parameter's default (KernelParam::default_access)
 };
 inline BufferArg in(Buffer b) { return {std::move(b), Access::in}; }
 inline BufferArg out(Buffer b) { return {std::move(b), Access::out}; }
@@ -133,7 +133,7 @@ struct ENCORE_API ExecItem {
   ItemKind kind = ItemKind::kernel;
   // kernel
   Kernel kernel;
-  std::vector<Arg> args;  // buffer args carry their resolved access (never Access::none)
+  std::vector<Arg> args;  // buffer args carry their resolved access (none only for a pointer the kernel never names)
   Sizes global, local;
   // copy: dst <- src; upload: dst <- *data; fill: every element of dst <- *data (one element's bytes)
   Buffer dst, src;

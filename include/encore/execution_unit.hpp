@@ -79,6 +79,14 @@ struct CaptureOptions {
   // for a step meant to change once after call 0 (the capture then keeps call 1's step). A Capture
   // records one call: it compares with an earlier capture of the step given by Capture::check_against.
   bool check_closure = true;
+  // At capture (a Capture, a TinyJit's call 1), each launch argument whose access lets replay prune
+  // or reorder the launch is tried on that call's data: an in (or unreferenced) argument whose
+  // source has no const must come out of the launch unchanged, and the kernel is run a second time
+  // on scratch copies with each encore::out buffer's bytes changed, which must not change what it
+  // writes. A failed claim is a JitError naming the kernel and the argument. Costs one wait per
+  // checked launch (and a second run of each launch with an out argument) at capture only; off:
+  // claims are trusted.
+  bool check_access = true;
   // Every combination is valid today; called wherever UnitOptions::validate is, so a bound added
   // to a later field is checked in the C++ and the C API alike.
   ENCORE_API void validate() const;

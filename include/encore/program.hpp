@@ -58,10 +58,28 @@ struct KernelParam {
   size_t value_bytes = 0;
   // Whether the argument is a by-value aggregate (a vector or a struct): passed with encore::bytes.
   bool by_value_aggregate() const { return !is_pointer && !scalar; }
-  // Default access of a pointer argument: in for const/__constant data, else inout.
+  // What the kernel's body shows it does with a __global/__constant pointer, read from the source
+  // at compile (for programs from the reader, the driver and the disk cache alike): none when the
+  // body never names it; in when every use only reads an element (p[i], *p, vloadN); inout for a
+  // store, an atomic, a vstoreN, the pointer passed to a function, assigned, cast or offset, its
+  // address taken, and for every pointer of a kernel whose body the reader cannot follow (a
+  // function-like macro, an undecided #if, inline asm). nullopt where it was not inferred (the
+  // program's preprocessing could not be followed, or rests on an assumption). ENCORE_DEBUG=1
+  // prints each kernel's answers and why a pointer is inout.
+  //   for (const encore::KernelParam& p : kernel.params()) std::cout << p.name << " " << encore::name(p.default_access()) << "\n";
+  std::optional<Access> inferred_access;
+  // Whether the source declares the data read-only (a pointer to const, or __constant): such a
+  // parameter cannot be passed as out or inout.
+  bool read_only() const { return is_pointer && (const_data || space == AddressSpace::constant); }
+  // Default access of a pointer argument (what a launch uses unless it says encore::in/out/inout):
+  // none for a pointer the body never names, in for read-only data and for what inferred_access
+  // says is only read, else inout. Non-pointer and __local parameters: none. A claim that lets an
+  // item be pruned or reordered (in or none where the source has no const, out) is checked on the
+  // data at capture (CaptureOptions::check_access).
   Access default_access() const {
-    return !is_pointer || space == AddressSpace::local ? Access::none
-           : (const_data || space == AddressSpace::constant) ? Access::in : Access::inout;
+    if (!is_pointer || space == AddressSpace::local || inferred_access == Access::none) return Access::none;
+    if (read_only()) return Access::in;
+    return inferred_access.value_or(Access::inout);
   }
   // Whether a buffer of `count` elements of `dtype` may be passed to this pointer parameter: its
   // pointee's element type, in whole pointees (a float4* takes f32 buffers of 4k elements). bf16

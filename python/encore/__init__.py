@@ -38,7 +38,7 @@ def jit(fn=None, **options):
     constants (which must keep their captured values). It returns None, a Buffer, or a tuple or
     list of Buffers; replay returns the SAME buffers every call, overwritten in place.
     Options: enabled, prune, plan, max_in_flight, min_items_in_flight, allow_copyout, check_closure,
-    fresh_outputs, verify, max_units (default: from ENCORE_JIT / ENCORE_VERIFY, as in C++).
+    check_access, fresh_outputs, verify, max_units (default: from ENCORE_JIT / ENCORE_VERIFY, as in C++).
     """
     import functools
 

@@ -91,12 +91,13 @@ encore::JitOptions jit_options(const py::kwargs& kw) {
     else if (n == "min_items_in_flight") o.unit.min_items_in_flight = v.cast<uint32_t>();
     else if (n == "allow_copyout") o.capture.allow_copyout = v.cast<bool>();
     else if (n == "check_closure") o.capture.check_closure = v.cast<bool>();
+    else if (n == "check_access") o.capture.check_access = v.cast<bool>();
     else if (n == "fresh_outputs") o.fresh_outputs = v.cast<bool>();
     else if (n == "verify") o.verify = v.cast<int>();
     else if (n == "max_units") o.max_units = v.cast<uint32_t>();
     else
       throw py::type_error("TinyJit: unknown option '" + n + "' (enabled, prune, plan, max_in_flight, min_items_in_flight, allow_copyout, "
-                           "check_closure, fresh_outputs, verify, max_units)");
+                           "check_closure, check_access, fresh_outputs, verify, max_units)");
   }
   return o;
 }

@@ -225,7 +225,7 @@ encore_jit_options jit_defaults() {
   return encore_jit_options{sizeof(encore_jit_options), j.enabled,       j.unit.prune,   j.unit.plan,
                             j.capture.allow_copyout,    j.fresh_outputs, j.verify,       j.unit.max_in_flight,
                             j.max_units,                j.capture.check_closure,         j.unit.min_items_in_flight,
-                            j.unit.concurrent};
+                            j.unit.concurrent,          j.capture.check_access};
 }
 
 UnitOptions to_unit_options(int prune, int plan, uint32_t max_in_flight, uint32_t min_items_in_flight, int concurrent) {
@@ -244,6 +244,7 @@ JitOptions to_jit_options(const encore_jit_options& o) {
   j.unit = to_unit_options(o.prune, o.plan, o.max_in_flight, o.min_items_in_flight, o.concurrent);
   j.capture.allow_copyout = o.allow_copyout != 0;
   j.capture.check_closure = o.check_closure != 0;
+  j.capture.check_access = o.check_access != 0;
   j.fresh_outputs = o.fresh_outputs != 0;
   j.verify = o.verify;
   j.max_units = o.max_units;

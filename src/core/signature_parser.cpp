@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 
+#include "core/access_infer.hpp"
 #include "core/preprocessor.hpp"
 #include "encore/error.hpp"
 
@@ -389,6 +390,18 @@ std::optional<Layout> layout_of(const std::string& type, const Decls& d, int dep
   return std::nullopt;
 }
 
+// The body after a kernel's parameter list (from `at`, past attributes): [its "{", its "}").
+std::pair<size_t, size_t> body_of(const std::vector<std::string>& t, size_t at) {
+  while (at < t.size() && t[at] == "__attribute__") at = skip_attribute(t, at);
+  if (at >= t.size() || t[at] != "{") return {0, 0};
+  int depth = 0;
+  for (size_t e = at; e < t.size(); ++e) {
+    if (t[e] == "{") ++depth;
+    else if (t[e] == "}" && --depth == 0) return {at, e};
+  }
+  return {0, 0};
+}
+
 enum class Pointee { checked, any, unknown };
 
 Pointee classify(const std::string& t, const Decls& d, int depth, DType& dtype, uint8_t& lanes) {
@@ -405,8 +418,9 @@ Pointee classify(const std::string& t, const Decls& d, int depth, DType& dtype, 
   return Pointee::unknown;
 }
 
-// The kernels in the preprocessed program `t`.
-SignatureRead read_tokens(const std::vector<std::string>& t, const Decls& decls) {
+// The kernels in the preprocessed program `t`; `bodies` (when given) gets each kernel's body as the
+// token range [its "{", its "}"), or (0, 0) for a declaration without one.
+SignatureRead read_tokens(const std::vector<std::string>& t, const Decls& decls, std::vector<std::pair<size_t, size_t>>* bodies = nullptr) {
   SignatureRead r;
   auto fail = [&](const std::string& kernel, const std::string& why) {
     r.unreadable = "the signature of kernel " + kernel + " cannot be read from the source: " + why;
@@ -451,9 +465,37 @@ SignatureRead read_tokens(const std::vector<std::string>& t, const Decls& decls)
       sig.params.push_back(std::move(*p));
     }
     r.kernels.push_back(std::move(sig));
+    if (bodies) bodies->push_back(body_of(t, j + 1));
     i = j;
   }
   return r;
+}
+
+// KernelParam::inferred_access of `sig`'s __global/__constant pointers from its body in the reader's
+// own reading `own` (cleared, with a note saying why, when `no_inference` is set or the kernel has
+// no body there), and ENCORE_DEBUG=1's line for the kernel.
+void infer_params(KernelSignature& sig, const SignatureRead& own, const std::vector<std::pair<size_t, size_t>>& bodies,
+                  const std::vector<std::string>& tokens, const std::string& no_inference, std::vector<std::string>& notes) {
+  bool any = false;
+  for (KernelParam& p : sig.params) {
+    p.inferred_access.reset();
+    any = any || (p.is_pointer && (p.space == AddressSpace::global || p.space == AddressSpace::constant));
+  }
+  if (!any) return;
+  std::string why = no_inference;
+  size_t k = 0;
+  while (why.empty() && k < own.kernels.size() && own.kernels[k].name != sig.name) ++k;
+  if (why.empty() && (k == own.kernels.size() || bodies[k].second == 0)) why = "the reader found no body for it";
+  if (!why.empty()) {
+    notes.push_back("kernel " + sig.name + ": pointer access not inferred (" + why + "): pointers without const count as inout");
+    return;
+  }
+  const std::vector<ParamAccess> acc = infer_access(tokens, bodies[k].first, bodies[k].second, own.kernels[k].params);
+  for (size_t i = 0; i < sig.params.size(); ++i) {
+    KernelParam& p = sig.params[i];
+    if (p.is_pointer && (p.space == AddressSpace::global || p.space == AddressSpace::constant)) p.inferred_access = acc[i].access;
+  }
+  notes.push_back("kernel " + sig.name + ": pointer access from the source: " + describe_access(own.kernels[k].params, acc));
 }
 
 }  // namespace
@@ -462,13 +504,21 @@ std::vector<std::string> resolve_pointees(std::vector<KernelSignature>& sigs, co
                                           const std::string& options, const IncludeMap* includes) {
   std::vector<std::string> notes;
   std::optional<Decls> decls;  // only programs with pointer or non-scalar parameters pay for the scan
+  // what access inference reads: the program as the reader sees it, with each kernel's body
+  Preprocessed pp;
+  SignatureRead own;
+  std::vector<std::pair<size_t, size_t>> bodies;
+  std::string no_inference = "its program was not read";
   auto scanned = [&]() -> const Decls& {
     if (decls) return *decls;
     decls.emplace();  // nothing the program declares resolves unless the reader saw the program as the driver did
-    const Preprocessed pp = preprocess(source, headers, includes, options);
-    if (!pp.undecidable.empty()) return *decls;
+    pp = preprocess(source, headers, includes, options);
+    if (!pp.undecidable.empty()) {
+      no_inference = "the reader cannot follow the program's preprocessing";
+      return *decls;
+    }
     Decls d = scan_decls(pp.tokens);
-    const SignatureRead own = read_tokens(pp.tokens, d);
+    own = read_tokens(pp.tokens, d, &bodies);
     bool agree = true;
     for (const KernelSignature& sig : sigs)
       for (const KernelSignature& k : own.kernels)
@@ -477,6 +527,11 @@ std::vector<std::string> resolve_pointees(std::vector<KernelSignature>& sigs, co
           for (size_t i = 0; agree && i < k.params.size(); ++i) agree = k.params[i].type_name == sig.params[i].type_name;
         }
     if (agree) decls = std::move(d);
+    // a body read on an assumption may not be the body the driver compiled
+    no_inference = !agree ? "the reader's parameter lists differ from the driver's"
+                   : !own.ok() ? own.unreadable
+                   : !pp.assumed.empty() ? "the reader's view of the program rests on an assumption (" + pp.assumed[0] + ")"
+                                         : "";
     return *decls;
   };
   for (KernelSignature& sig : sigs) {
@@ -516,6 +571,9 @@ std::vector<std::string> resolve_pointees(std::vector<KernelSignature>& sigs, co
           break;
       }
     }
+    if (std::any_of(sig.params.begin(), sig.params.end(), [](const KernelParam& p) { return p.is_pointer && p.space != AddressSpace::local; }))
+      scanned();
+    infer_params(sig, own, bodies, pp.tokens, no_inference, notes);
   }
   return notes;
 }

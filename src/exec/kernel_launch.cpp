@@ -5,6 +5,8 @@
 
 #include "encore/device.hpp"
 #include "encore/error.hpp"
+#include "exec/access_check.hpp"
+#include "exec/recorder.hpp"
 #include "exec/enqueue.hpp"
 #include "exec/flow.hpp"
 #include "exec/kind.hpp"
@@ -113,7 +115,7 @@ void Device::launch_args(const Kernel& k, const Sizes& global, const Sizes& loca
         throw ArgumentError(where(i) + ": buffer " + a.buf.describe() + " is not on " + id());
       if (!p.accepts(a.buf.dtype(), a.buf.count())) throw ArgumentError(where(i) + ": " + pointee_mismatch(p, a.buf));
       if (a.access == Access::none) a.access = p.default_access();
-      if (p.default_access() == Access::in && a.access != Access::in)
+      if (p.read_only() && has(a.access, Access::out))
         throw ArgumentError(where(i) + ": a const/__constant parameter cannot be written (access " + encore::name(a.access) + ")");
     } else if (a.kind == Arg::Kind::bytes || p.by_value_aggregate()) {
       check_by_value(p, a, where(i));
@@ -144,7 +146,10 @@ void Device::launch_args(const Kernel& k, const Sizes& global, const Sizes& loca
   item.local = local;
   item.name = std::move(name);
   item.estimate = estimate;
-  run_item_eager(item);
+  if (const Recorder* r = current_recorder(); r && r->check_access && !dry_tracing() && has_access_claims(ki, item.args))
+    run_checking_access(item);
+  else
+    run_item_eager(item);
   record_item(std::move(item));
 }
 

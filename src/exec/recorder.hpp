@@ -16,6 +16,7 @@ struct Recorder {
   uint64_t id = 0;
   double started_us = 0;  // for the trace's "record" span
   bool allow_copyout = false;
+  bool check_access = false;  // try launches' access claims on the data (CaptureOptions::check_access)
   std::vector<ExecItem> items;
   // host inputs (slot = index): a copyin whose source lies inside one is recorded as from it
   std::vector<std::pair<const unsigned char*, size_t>> hosts;

@@ -441,6 +441,7 @@ Capture::Capture(UnitOptions unit, CaptureOptions capture) : s_(std::make_unique
   capture.validate();
   s_->opt = unit;
   s_->rec = start_recording(capture.allow_copyout);
+  s_->rec->check_access = capture.check_access;
 }
 
 // On the recording thread this stops the recording; on another thread it closes it, and the

@@ -120,9 +120,10 @@ Compiled validate(const Workload& w, const Device& dev) {
                        (p.pointee_lanes > 1 ? " in groups of " + std::to_string(p.pointee_lanes) : std::string()) +
                        ": the kernel would misread it or go past its end (declare the buffer with the parameter's dtype)");
         Access acc = a.access == Access::none ? p.default_access() : a.access;
-        if (p.default_access() == Access::in && acc != Access::in)
+        const bool writes = acc == Access::out || acc == Access::inout;
+        if (p.read_only() && writes)
           fail(ap, param_name(p, j) + " points to const data: its access can only be in, not " + encore::name(acc));
-        if (b.role == Role::const_ && acc != Access::in)
+        if (b.role == Role::const_ && writes)
           fail(ap, "const buffer " + quote(b.name) + " passed to " + param_name(p, j) +
                        ", which the kernel may write (declare the parameter const, or pass {\"buf\": ..., \"access\": \"in\"})");
         if (a.view && (a.offset * size(b.dtype)) % align != 0)
@@ -130,7 +131,7 @@ Compiled validate(const Workload& w, const Device& dev) {
                                         ") is not a multiple of the device's base-address alignment (" + std::to_string(align) + " B on " +
                                         dev.id() + ")");
         if (acc == Access::in) fresh_read(a.buffer, ap, "kernel " + k.name() + " parameter " + std::to_string(j) + " (" + (p.const_data ? "const " : "") + p.type_name + " " + p.name + ")");
-        if (acc != Access::in) written[a.buffer] = true;
+        if (writes) written[a.buffer] = true;
         c.access.back()[j] = acc;
       } else if (a.kind == ArgSpec::Kind::bytes || p.by_value_aggregate()) {
         if (p.type_name.rfind("image", 0) == 0 || p.type_name == "sampler_t" || p.type_name == "event_t")

@@ -1,0 +1,157 @@
+// The access check at capture (see access_check.hpp).
+#include "exec/access_check.hpp"
+
+#include <cstdio>
+
+#include "core/buffer_impl.hpp"
+#include "encore/error.hpp"
+#include "exec/eager.hpp"
+
+namespace encore::detail {
+
+namespace {
+
+// A read claim the check tries: in or none on data the source does not declare read-only (a
+// pointer to const or __constant data is the compiler's promise, not encore's guess).
+bool read_claim(const KernelParam& p, Access a) { return p.is_pointer && !p.read_only() && (a == Access::in || a == Access::none); }
+bool writes(Access a) { return has(a, Access::out); }
+
+bool overlap(const Buffer& x, const Buffer& y) {
+  BufferImpl &a = *x.impl(), &b = *y.impl();
+  return a.root() == b.root() && a.offset < b.offset + b.nbytes && b.offset < a.offset + a.nbytes;
+}
+
+std::vector<unsigned char> read_bytes(const Buffer& b) {
+  BufferImpl& bi = *b.impl();
+  bi.ensure_allocated();
+  std::vector<unsigned char> v(bi.nbytes);
+  if (!v.empty()) bi.dev->read(bi.root()->mem.load(std::memory_order_acquire), bi.offset, v.data(), v.size());
+  return v;
+}
+
+// A buffer of `bytes` on `like`'s device outside any capture (no capture id, no allocation count:
+// call 0 and call 1 still pair their allocations), holding `data`.
+Buffer scratch(const Buffer& like, const std::vector<unsigned char>& data) {
+  auto s = std::make_shared<BufferImpl>();
+  BufferImpl& l = *like.impl();
+  s->dev = l.dev;
+  s->dtype = l.dtype;
+  s->count = l.count;
+  s->nbytes = l.nbytes;
+  s->ensure_allocated();
+  if (!data.empty()) s->dev->write(s->mem.load(std::memory_order_acquire), 0, data.data(), data.size(), true);
+  return Buffer(std::move(s));
+}
+
+std::string hex(unsigned char c) {
+  char s[8];
+  std::snprintf(s, sizeof s, "0x%02x", c);
+  return s;
+}
+
+// "12 of its 4096 bytes, the first at byte 8 (0x00 -> 0x3f)".
+std::string changed(const std::vector<unsigned char>& a, const std::vector<unsigned char>& b) {
+  size_t n = 0, first = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i] && n++ == 0) first = i;
+  return std::to_string(n) + " of its " + std::to_string(a.size()) + " bytes, the first at byte " + std::to_string(first) + " (" +
+         hex(a[first]) + " -> " + hex(b[first]) + ")";
+}
+
+std::string where(const ExecItem& it, size_t i) {
+  const KernelParam& p = it.kernel.params()[i];
+  return "kernel " + it.kernel.name() + " argument " + std::to_string(i) + " (" + p.type_name + " " + p.name + ")";
+}
+
+std::string claim_origin(const KernelParam& p, Access a) {
+  if (a == p.default_access())
+    return a == Access::none ? "none: the kernel's source never names it" : "in: inferred from the kernel's source, which shows no store through it";
+  return "in: given as encore::in at the launch";
+}
+
+}  // namespace
+
+bool has_access_claims(const KernelImpl& k, const std::vector<Arg>& args) {
+  const auto& params = k.sig->params;
+  for (size_t i = 0; i < args.size() && i < params.size(); ++i)
+    if (args[i].kind == Arg::Kind::buffer && (read_claim(params[i], args[i].access) || args[i].access == Access::out)) return true;
+  return false;
+}
+
+void run_checking_access(const ExecItem& it) {
+  const auto& params = it.kernel.params();
+  const std::vector<Arg>& args = it.args;
+  const size_t n = args.size();
+  std::vector<uint8_t> check_in(n, 0), buffer(n, 0);
+  bool any_out = false, disjoint = true;
+  for (size_t i = 0; i < n; ++i) {
+    if (args[i].kind != Arg::Kind::buffer) continue;
+    buffer[i] = 1;
+    any_out = any_out || args[i].access == Access::out;
+    check_in[i] = read_claim(params[i], args[i].access);
+    for (size_t j = 0; j < i; ++j)
+      if (buffer[j] && overlap(args[i].buf, args[j].buf)) {
+        disjoint = false;
+        // a change to shared bytes cannot be blamed on the one that claims to leave them alone
+        if (writes(args[j].access)) check_in[i] = 0;
+        if (writes(args[i].access)) check_in[j] = 0;
+      }
+  }
+  const bool check_out = any_out && disjoint;
+  std::vector<std::vector<unsigned char>> before(n);
+  for (size_t i = 0; i < n; ++i)
+    if (check_in[i] || (check_out && buffer[i])) before[i] = read_bytes(args[i].buf);
+
+  run_item_eager(it);
+
+  std::vector<std::vector<unsigned char>> after(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (!check_in[i] && !(check_out && writes(args[i].access))) continue;
+    after[i] = read_bytes(args[i].buf);
+    if (check_in[i] && after[i] != before[i])
+      throw JitError("TinyJit/Capture access check: " + where(it, i) + " has access " + claim_origin(params[i], args[i].access) +
+                     ", but the launch at capture changed " + changed(before[i], after[i]) +
+                     ". Replay would prune or reorder the launch on that claim: pass the argument as encore::inout(buf) (or encore::out "
+                     "if the kernel only writes it)");
+  }
+  if (!check_out) return;
+
+  // the same launch on scratch copies of its buffers as they were, the out buffers inverted
+  std::vector<Arg> trial = args;
+  std::vector<std::vector<unsigned char>> inverted(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (!buffer[i]) continue;
+    if (args[i].access == Access::out) {
+      inverted[i] = before[i];
+      for (unsigned char& c : inverted[i]) c = static_cast<unsigned char>(~c);
+      trial[i].buf = scratch(args[i].buf, inverted[i]);
+    } else {
+      trial[i].buf = scratch(args[i].buf, before[i]);
+    }
+  }
+  LaunchDims ld;
+  run_kernel_eager(*it.kernel.impl(), trial, it.global, it.local, ld, nullptr);
+  std::string outs;
+  for (size_t i = 0; i < n; ++i)
+    if (buffer[i] && args[i].access == Access::out) outs += (outs.empty() ? "" : ", ") + std::to_string(i);
+  for (size_t i = 0; i < n; ++i) {
+    if (!buffer[i] || !writes(args[i].access)) continue;
+    const std::vector<unsigned char> got = read_bytes(trial[i].buf);
+    bool same = true;
+    size_t first = 0;
+    for (size_t b = 0; b < got.size() && same; ++b) {
+      // an out byte the kernel did not write keeps what it held: the inverted bytes, or the real ones
+      const bool unwritten = args[i].access == Access::out && got[b] == inverted[i][b] && after[i][b] == before[i][b];
+      same = got[b] == after[i][b] || unwritten;
+      first = b;
+    }
+    if (same) continue;
+    throw JitError("TinyJit/Capture access check: kernel " + it.kernel.name() + " reads a buffer given as encore::out (argument" +
+                   (outs.find(',') != std::string::npos ? "s " : " ") + outs + "): run again at capture with the out bytes changed, " +
+                   where(it, i) + " came out different (byte " + std::to_string(first) + ": " + hex(after[i][first]) + " in the launch, " +
+                   hex(got[first]) + " in the re-run). Replay would prune or reorder the launch on that claim: pass it as "
+                   "encore::inout(buf)");
+  }
+}
+
+}  // namespace encore::detail

@@ -1,0 +1,327 @@
+// Issue 31 item 1: access of pointer parameters inferred from the kernel's source
+// (KernelParam::inferred_access, src/core/access_infer.cpp). Every store form, every way a pointer
+// can escape and every body the reader cannot follow must stay inout; plain reads are in; a name the
+// body never uses is none. Real-style kernels written without const are compared with what clang
+// proves (recorded below; clang is not run here): never in or none where clang says written.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "encore/encore.hpp"
+#include "test_util.hpp"
+
+using namespace encore;
+
+namespace {
+
+constexpr Access I = Access::in, O = Access::inout, N = Access::none;
+
+// The default access of each parameter of kernel `k` in `src`, compiled on the NULL device.
+std::vector<Access> access_of(const std::string& src, const std::string& k) {
+  Program p = Device::open("NULL").compile(src);
+  std::vector<Access> r;
+  for (const KernelParam& q : p.kernel(k).params()) r.push_back(q.default_access());
+  return r;
+}
+
+struct Case {
+  const char* what;
+  const char* src;
+  std::vector<Access> want;
+};
+
+// each kernel is named k; its body shows one form
+const Case kCases[] = {
+    {"store", "__kernel void k(__global float* p) { p[get_global_id(0)] = 1; }", {O}},
+    {"compound store", "__kernel void k(__global float* p) { p[0] += 1; }", {O}},
+    {"shift store", "__kernel void k(__global int* p) { p[0] <<= 1; }", {O}},
+    {"pre-increment", "__kernel void k(__global int* p) { ++p[0]; }", {O}},
+    {"post-decrement", "__kernel void k(__global int* p) { p[0]--; }", {O}},
+    {"store through *", "__kernel void k(__global float* p) { *p = 1; }", {O}},
+    {"(*p)++", "__kernel void k(__global int* p) { (*p)++; }", {O}},
+    {"parenthesised store", "__kernel void k(__global float* p) { (p[1]) = 2; }", {O}},
+    {"member store ->", "typedef struct { float a; int b; } S;\n__kernel void k(__global S* p) { p->b = 1; }", {O}},
+    {"member store .", "typedef struct { float a; int b; } S;\n__kernel void k(__global S* p) { p[3].a = 1; }", {O}},
+    {"swizzle store", "__kernel void k(__global float4* p) { p[0].xy = (float2)(1, 2); }", {O}},
+    {"read", "__kernel void k(__global float* p, __global float* q) { q[0] = p[0] * 2 + p[1]; }", {I, O}},
+    {"read through *", "__kernel void k(__global float* p, __global float* q) { q[0] = *p; }", {I, O}},
+    {"member read", "typedef struct { float a; int b; } S;\n__kernel void k(__global S* p, __global int* q) { q[0] = p->b + p[1].b; }", {I, O}},
+    {"index of a store", "__kernel void k(__global int* idx, __global float* q) { q[idx[get_global_id(0)]] = 1; }", {I, O}},
+    {"unreferenced", "__kernel void k(__global float* p, __global float* q) { q[0] = 1; }", {N, O}},
+    {"a member of that name", "typedef struct { int p; } T;\n__kernel void k(__global float* p, __global int* q) { T t; t.p = 1; q[0] = t.p; }", {N, O}},
+    {"passed to a helper", "void h(__global float* x) { x[0] = 1; }\n__kernel void k(__global float* p) { h(p); }", {O}},
+    {"read-only helper", "float h(__global float* x) { return x[0]; }\n__kernel void k(__global float* p, __global float* q) { q[0] = h(p); }", {O, O}},
+    {"element passed to a helper", "float h(float x) { return x * 2; }\n__kernel void k(__global float* p, __global float* q) { q[0] = h(p[0]); }", {I, O}},
+    {"aliased", "__kernel void k(__global float* p) { __global float* q = p; q[0] = 1; }", {O}},
+    {"aliased, assigned later", "__kernel void k(__global float* p) { __global float* q; q = p + 1; q[0] = 1; }", {O}},
+    {"pointer arithmetic", "__kernel void k(__global float* p) { p += 4; }", {O}},
+    {"offset store", "__kernel void k(__global float* p) { *(p + 4) = 1; }", {O}},
+    {"address taken", "__kernel void k(__global float* p, __global float* q) { __global float* r = &p[2]; q[0] = r[0]; }", {O, O}},
+    {"cast", "__kernel void k(__global float* p) { ((__global float4*)p)[0] = (float4)(0); }", {O}},
+    {"cast of a read", "__kernel void k(__global float* p, __global float* q) { q[0] = ((__global float4*)p)[0].x; }", {O, O}},
+    {"compared", "__kernel void k(__global float* p, __global float* q) { if (p != 0) q[0] = 1; }", {O, O}},
+    {"atomic_add", "__kernel void k(__global int* p) { atomic_add(&p[0], 1); }", {O}},
+    {"atomic_inc", "__kernel void k(__global int* p) { atomic_inc(p); }", {O}},
+    {"atom_add", "#pragma OPENCL EXTENSION cl_khr_global_int32_base_atomics : enable\n__kernel void k(__global int* p) { atom_add(p + 1, 1); }", {O}},
+    {"atomic_xchg", "__kernel void k(__global int* p, __global int* q) { q[0] = atomic_xchg(p + get_global_id(0), 0); }", {O, O}},
+    {"vstore4", "__kernel void k(__global float* p) { vstore4((float4)(1), 0, p); }", {O}},
+    {"vstore_half", "__kernel void k(__global half* p) { vstore_half(1.0f, 0, p); }", {O}},
+    {"vload4", "__kernel void k(__global float* p, __global float4* q) { q[0] = vload4(get_global_id(0), p); }", {I, O}},
+    {"vload4 at an offset", "__kernel void k(__global float* p, __global float4* q, int n) { q[0] = vload4(0, p + 4 * n + 1); }", {I, O, N}},
+    {"vload_half", "__kernel void k(__global half* p, __global float* q) { q[0] = vload_half(0, p); }", {I, O}},
+    {"vload with an assignment in it", "__kernel void k(__global float* p, __global float4* q) { __global float* r; q[0] = vload4(0, r = p); r[0] = 1; }", {O, O}},
+    {"function-like macro", "#define SET(a, i) a[i] = 0\n__kernel void k(__global float* p, __global float* q) { SET(p, 0); q[0] = 1; }", {O, O}},
+    {"macro naming the parameter", "#define TOUCH() p[0] = 0\n__kernel void k(__global float* p) { TOUCH(); }", {O}},
+    {"object-like macro", "#define OUT q[0]\n__kernel void k(__global float* p, __global float* q) { OUT = p[0]; }", {I, O}},
+    {"inline asm", "__kernel void k(__global float* p, __global float* q) { __asm__(\"\"); q[0] = p[0]; }", {O, O}},
+    {"pointer from an integer", "__kernel void k(__global float* p, __global ulong* a, __global float* q) { *((__global float*)a[0]) = 1; q[0] = p[0]; }", {O, O, O}},
+    {"shadowed by a local", "__kernel void k(__global float* p, __global float* q) { { float p = 2; q[0] = p; } }", {O, O}},
+    {"const stays in", "__kernel void k(__global const float* p, __global float* q) { q[0] = p[0]; }", {I, O}},
+    {"unused const is none", "__kernel void k(__global const float* p, __global float* q) { q[0] = 1; }", {N, O}},
+    {"__constant", "__kernel void k(__constant float* p, __global float* q) { q[0] = p[0]; }", {I, O}},
+    {"__local and scalars", "__kernel void k(__local float* l, __global float* p, int n) { l[0] = p[n]; }", {N, I, N}},
+    {"sizeof", "__kernel void k(__global float* p, __global int* q) { q[0] = sizeof(p[0]); }", {I, O}},
+    {"ternary read", "__kernel void k(__global float* p, __global float* q, int c) { q[0] = c ? p[0] : p[1]; }", {I, O, N}},
+};
+
+TEST(AccessInfer, EachFormOfUse) {
+  for (const Case& c : kCases) EXPECT_EQ(access_of(c.src, "k"), c.want) << c.what << ": " << c.src;
+}
+
+TEST(AccessInfer, ExposedOnKernelParam) {
+  Program p = Device::open("NULL").compile("__kernel void k(__global float* a, __global float* b, __global float* c, __global const float* d) "
+                                           "{ c[0] = a[0] + d[0]; }");
+  const auto& ps = p.kernel("k").params();
+  EXPECT_EQ(ps[0].inferred_access, Access::in);
+  EXPECT_EQ(ps[1].inferred_access, Access::none);
+  EXPECT_EQ(ps[2].inferred_access, Access::inout);
+  EXPECT_EQ(ps[3].inferred_access, Access::in);
+  EXPECT_FALSE(ps[0].read_only());
+  EXPECT_TRUE(ps[3].read_only());
+}
+
+// A program whose preprocessing rests on an assumption or cannot be decided infers nothing.
+TEST(AccessInfer, NothingWhenTheReaderIsUnsure) {
+  const std::string src = "#if __OPENCL_C_VERSION__ >= 200\n#define W(x) x\n#endif\n__kernel void k(__global float* p, __global float* q) { q[0] = p[0]; }";
+  Program pr = Device::open("NULL").compile(src);
+  for (const KernelParam& q : pr.kernel("k").params()) {
+    if (q.inferred_access) {
+      EXPECT_EQ(*q.inferred_access, Access::inout) << q.name;
+    }
+    EXPECT_NE(q.default_access(), Access::none) << q.name;
+  }
+}
+
+// ENCORE_DEBUG=1 says per kernel what was inferred and why a pointer is inout.
+TEST(AccessInfer, ReportedPerKernel) {
+  encore_test::LogCapture log;
+  Device::open("NULL").compile("__kernel void rep_k(__global float* src, __global float* unused, __global float* dst) { dst[1] += src[0]; }");
+  encore_test::expect_has(log.text(), {"kernel rep_k: pointer access from the source: src in, unused none (never referenced), dst inout (stored through: "});
+}
+
+// Explicit annotations still win: encore::inout on an inferred-in pointer is accepted (only real
+// const data refuses out/inout), encore::in on an inferred-inout one too.
+TEST(AccessInfer, AnnotationsWin) {
+  Device dev = Device::open("NULL");
+  Kernel k = dev.compile("__kernel void k(__global float* a, __global float* b, __global const float* c) { b[0] = a[0] + c[0]; }").kernel("k");
+  Buffer a = dev.alloc<float>(4), b = dev.alloc<float>(4), c = dev.alloc<float>(4);
+  Capture cap;
+  dev.launch(k, {4}, {}, encore::inout(a), encore::in(b), c);
+  dev.launch(k, {4}, {}, a, b, c);
+  ExecutionUnit u = cap.end();
+  EXPECT_EQ(u.items()[0].args[0].access, Access::inout);
+  EXPECT_EQ(u.items()[0].args[1].access, Access::in);
+  EXPECT_EQ(u.items()[1].args[0].access, Access::in);
+  EXPECT_EQ(u.items()[1].args[1].access, Access::inout);
+  EXPECT_THROW(dev.launch(k, {4}, {}, a, b, encore::inout(c)), ArgumentError) << "const data cannot be written";
+}
+
+// Real-style kernels without const (stencil, reduction, histogram, n-body, SpMV, transpose,
+// k-means, back-propagation, scan, tiled matmul, BFS, ...). clang's answers come from
+//   clang-15 -x cl -cl-std=CL1.2 -O2 -emit-llvm -S -Xclang -finclude-default-header real.cl -o -
+// (the attributes on each global pointer of the kernel's define line): R readonly, W writeonly,
+// 0 readnone, X neither (read and written), ? neither because the body calls a built-in clang
+// sees only as a declaration (vload4/vstore4), so it proves nothing there.
+const char* const kReal = R"CL(
+__kernel void stencil5(__global float* in, __global float* out, int w, int h) {
+  int x = get_global_id(0), y = get_global_id(1);
+  if (x < 1 || y < 1 || x >= w - 1 || y >= h - 1) return;
+  int c = y * w + x;
+  out[c] = 0.2f * (in[c] + in[c - 1] + in[c + 1] + in[c - w] + in[c + w]);
+}
+__kernel void reduce_partial(__global float* in, __global float* partial, __local float* scratch, int n) {
+  int g = get_global_id(0), l = get_local_id(0);
+  scratch[l] = g < n ? in[g] : 0.0f;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = get_local_size(0) / 2; s > 0; s >>= 1) {
+    if (l < s) scratch[l] += scratch[l + s];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (l == 0) partial[get_group_id(0)] = scratch[0];
+}
+__kernel void histogram256(__global uchar* data, __global uint* bins, int n) {
+  int i = get_global_id(0);
+  if (i < n) atomic_inc(&bins[data[i]]);
+}
+__kernel void saxpy(__global float* x, __global float* y, float a) {
+  int i = get_global_id(0);
+  y[i] = a * x[i] + y[i];
+}
+__kernel void nbody_step(__global float4* pos, __global float4* vel, __global float4* newpos, int n, float dt, float eps) {
+  int i = get_global_id(0);
+  float4 p = pos[i];
+  float4 acc = (float4)(0.0f);
+  for (int j = 0; j < n; ++j) {
+    float4 d = pos[j] - p;
+    float r2 = d.x * d.x + d.y * d.y + d.z * d.z + eps;
+    float inv = rsqrt(r2);
+    acc += d * (pos[j].w * inv * inv * inv);
+  }
+  vel[i] += acc * dt;
+  newpos[i] = p + vel[i] * dt;
+}
+__kernel void spmv_csr(__global int* rowptr, __global int* cols, __global float* vals, __global float* x, __global float* y, int rows) {
+  int r = get_global_id(0);
+  if (r >= rows) return;
+  float s = 0.0f;
+  for (int k = rowptr[r]; k < rowptr[r + 1]; ++k) s += vals[k] * x[cols[k]];
+  y[r] = s;
+}
+__kernel void transpose_tiled(__global float* in, __global float* out, __local float* tile, int w, int h) {
+  int gx = get_global_id(0), gy = get_global_id(1), lx = get_local_id(0), ly = get_local_id(1);
+  int ts = get_local_size(0);
+  if (gx < w && gy < h) tile[ly * (ts + 1) + lx] = in[gy * w + gx];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  int ox = get_group_id(1) * ts + lx, oy = get_group_id(0) * ts + ly;
+  if (ox < h && oy < w) out[oy * h + ox] = tile[lx * (ts + 1) + ly];
+}
+__kernel void kmeans_assign(__global float* points, __global float* centers, __global int* membership, int n, int k, int dims) {
+  int i = get_global_id(0);
+  if (i >= n) return;
+  int best = 0;
+  float bestd = INFINITY;
+  for (int c = 0; c < k; ++c) {
+    float d = 0.0f;
+    for (int f = 0; f < dims; ++f) {
+      float t = points[i * dims + f] - centers[c * dims + f];
+      d += t * t;
+    }
+    if (d < bestd) { bestd = d; best = c; }
+  }
+  membership[i] = best;
+}
+__kernel void weight_adjust(__global float* delta, __global float* ly, __global float* w, __global float* oldw, int hid, float eta, float momentum) {
+  int j = get_global_id(0), k = get_global_id(1);
+  int idx = k * (hid + 1) + j;
+  float change = eta * delta[j] * ly[k] + momentum * oldw[idx];
+  w[idx] += change;
+  oldw[idx] = change;
+}
+__kernel void scan_inplace(__global int* data, __local int* tmp, int n) {
+  int l = get_local_id(0);
+  tmp[l] = l < n ? data[l] : 0;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int off = 1; off < n; off <<= 1) {
+    int v = l >= off ? tmp[l - off] : 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    tmp[l] += v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (l < n) data[l] = tmp[l];
+}
+__kernel void matmul_tiled(__global float* A, __global float* B, __global float* C, __local float* As, __local float* Bs, int n) {
+  int r = get_global_id(1), c = get_global_id(0), lr = get_local_id(1), lc = get_local_id(0), t = get_local_size(0);
+  float acc = 0.0f;
+  for (int k0 = 0; k0 < n; k0 += t) {
+    As[lr * t + lc] = A[r * n + k0 + lc];
+    Bs[lr * t + lc] = B[(k0 + lr) * n + c];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int k = 0; k < t; ++k) acc += As[lr * t + k] * Bs[k * t + c % t];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  C[r * n + c] = acc;
+}
+__kernel void vec4_scale(__global float* src, __global float* dst, float s) {
+  int i = get_global_id(0);
+  float4 v = vload4(i, src);
+  vstore4(v * s, i, dst);
+}
+__kernel void bfs_level(__global int* edges_start, __global int* edges, __global int* frontier, __global int* next, __global int* visited, __global int* cost, int n) {
+  int v = get_global_id(0);
+  if (v >= n || !frontier[v]) return;
+  frontier[v] = 0;
+  for (int e = edges_start[v]; e < edges_start[v + 1]; ++e) {
+    int u = edges[e];
+    if (!visited[u]) {
+      cost[u] = cost[v] + 1;
+      next[u] = 1;
+    }
+  }
+}
+__kernel void unused_param(__global float* a, __global float* b, __global float* out) {
+  int i = get_global_id(0);
+  out[i] = a[i] * 2.0f;
+}
+__kernel void gather_max(__global float* src, __global int* idx, __global float* dst, int m) {
+  int i = get_global_id(0);
+  float best = -INFINITY;
+  for (int k = 0; k < m; ++k) best = fmax(best, src[idx[i * m + k]]);
+  dst[i] = best;
+}
+)CL";
+
+struct RealKernel {
+  const char* name;
+  const char* clang;  // one letter per global pointer parameter, in order
+  std::vector<Access> want;  // encore's answer, every parameter
+};
+
+const RealKernel kReal_[] = {
+    {"stencil5", "RW", {I, O, N, N}},
+    {"reduce_partial", "RW", {I, O, N, N}},
+    {"histogram256", "RX", {I, O, N}},
+    {"saxpy", "RX", {I, O, N}},
+    {"nbody_step", "RXW", {I, O, O, N, N, N}},
+    {"spmv_csr", "RRRRW", {I, I, I, I, O, N}},
+    {"transpose_tiled", "RW", {I, O, N, N, N}},
+    {"kmeans_assign", "RRW", {I, I, O, N, N, N}},
+    {"weight_adjust", "RRXX", {I, I, O, O, N, N, N}},
+    {"scan_inplace", "X", {O, N, N}},
+    {"matmul_tiled", "RRW", {I, I, O, N, N, N}},
+    {"vec4_scale", "??", {I, O, N}},
+    {"bfs_level", "RRXWRX", {I, I, O, O, I, O, N}},
+    {"unused_param", "R0W", {I, N, O}},
+    {"gather_max", "RRW", {I, I, O, N}},
+};
+
+TEST(AccessInfer, RealKernelsAgainstClang) {
+  Program p = Device::open("NULL").compile(kReal);
+  size_t sure = 0, same = 0;
+  for (const RealKernel& rk : kReal_) {
+    const auto& ps = p.kernel(rk.name).params();
+    std::vector<Access> got;
+    size_t g = 0;
+    for (const KernelParam& q : ps) {
+      got.push_back(q.default_access());
+      if (!q.is_pointer || q.space != AddressSpace::global) continue;
+      ASSERT_LT(g, std::string(rk.clang).size()) << rk.name;
+      const char c = rk.clang[g++];
+      const Access a = q.default_access();
+      if (c == 'W' || c == 'X') {
+        EXPECT_EQ(a, Access::inout) << rk.name << " " << q.name << ": clang says it is written";
+      }
+      if (c == 'R' || c == '0') {
+        ++sure;
+        same += a == (c == 'R' ? Access::in : Access::none);
+      }
+    }
+    EXPECT_EQ(g, std::string(rk.clang).size()) << rk.name;
+    EXPECT_EQ(got, rk.want) << rk.name;
+  }
+  // every parameter clang proves read-only or unused is inferred so
+  EXPECT_EQ(same, sure);
+  EXPECT_EQ(sure, 23u);
+}
+
+}  // namespace
