@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "encore/encore.hpp"
-#include "internal.hpp"
 #include "testing.hpp"
 #include "test_util.hpp"
 

@@ -10,7 +10,6 @@
 
 #include "encore/encore.hpp"
 #include "encore/opencl.hpp"
-#include "internal.hpp"
 
 namespace {
 
