@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/preprocessor.hpp"
+#include "core/signature_parser.hpp"
 #include "encore/encore.hpp"
 #include "encore/opencl.hpp"
 #include "test_util.hpp"
