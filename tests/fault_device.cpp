@@ -1,6 +1,7 @@
 #include "fault_device.hpp"
+#include "core/allocator.hpp"
+#include "core/device_impl.hpp"
 
-#include "internal.hpp"
 
 namespace encore_test {
 

@@ -8,7 +8,6 @@
 #include <numeric>
 
 #include "encore/encore.hpp"
-#include "internal.hpp"
 #include "test_util.hpp"
 
 using namespace encore;

@@ -10,7 +10,6 @@
 
 #include "encore/encore.hpp"
 #include "fault_device.hpp"
-#include "internal.hpp"
 #include "test_util.hpp"
 #include "unit/unit.hpp"
 

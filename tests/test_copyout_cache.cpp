@@ -7,7 +7,6 @@
 #include <mutex>
 
 #include "encore/encore.hpp"
-#include "internal.hpp"
 #include "core/program_cache.hpp"
 #include "test_util.hpp"
 

@@ -7,9 +7,10 @@
 
 #include "encore/encore.hpp"
 #include "encore/opencl.hpp"
-#include "internal.hpp"
 #include "test_util.hpp"
 #include "testing.hpp"
+#include "core/allocator.hpp"
+#include "core/buffer_impl.hpp"
 
 using namespace encore;
 using encore_test::DeviceTest;

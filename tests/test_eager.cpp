@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "encore/encore.hpp"
-#include "internal.hpp"
 #include "test_util.hpp"
+#include "core/recorder.hpp"
 
 using namespace encore;
 using encore_test::DeviceTest;

@@ -1,4 +1,4 @@
-// The environment, read in one place (src/env.cpp): each variable's parsing and precedence. The
+// The environment, read in one place (src/core/env.cpp): each variable's parsing and precedence. The
 // variables read once per process (ENCORE_DEBUG, ENCORE_PROFILE) are tested in processes of their
 // own (tests/meson.build: debug-notes, debug-alias, debug-items).
 #include <gtest/gtest.h>

@@ -5,7 +5,8 @@
 
 #include <cstdint>
 
-#include "internal.hpp"
+#include "core/json_text.hpp"
+#include "trace/trace.hpp"
 
 namespace {
 
@@ -28,6 +29,17 @@ TEST(ProfileClock, DeviceTimesNearTheEpochKeepNanoseconds) {
     t = end;
   }
   EXPECT_NEAR(device_to_host_us(ref + 1, ref, host) - host, 0.001, 1e-6);
+}
+
+// The one JSON escaper (core/json_text.hpp), used by the trace and the workload files alike.
+TEST(JsonText, EscapesQuotesBackslashesAndControlBytes) {
+  using encore::detail::json_quoted;
+  EXPECT_EQ(json_quoted("kernel \"add\""), "\"kernel \\\"add\\\"\"");
+  EXPECT_EQ(json_quoted("a\\b"), "\"a\\\\b\"");
+  EXPECT_EQ(json_quoted("x\ny\tz\r"), "\"x\\ny\\tz\\r\"") << "sources stay readable";
+  EXPECT_EQ(json_quoted(std::string("\x01\x1f", 2)), "\"\\u0001\\u001f\"");
+  EXPECT_EQ(json_quoted("\xc3\xa9 \x7f"), "\"\xc3\xa9 \x7f\"") << "bytes from 0x20 up pass as they are (UTF-8 included)";
+  EXPECT_EQ(json_quoted(""), "\"\"");
 }
 
 }  // namespace

@@ -10,9 +10,9 @@
 #include <thread>
 
 #include "encore/encore.hpp"
-#include "internal.hpp"
 #include "core/program_cache.hpp"
 #include "test_util.hpp"
+#include "core/recorder.hpp"
 
 using namespace encore;
 using encore_test::DeviceTest;
@@ -479,7 +479,8 @@ TEST_P(ProgramCl, UnresolvableIncludesSkipTheDiskCache) {
   write_text(fs::path(cache.path()) / "val.h", "#define VAL 5\n");
   const std::string tok = encore_test::unique_token();
   const std::string computed = "// " + tok + "\n#define HDR \"val.h\"\n#include HDR\n__kernel void inc_val(__global int* o) { o[0] = VAL; }\n";
-  const std::string missing = "// " + tok + "\n#if 0\n#include \"no_such_header.h\"\n#endif\n#define VAL 6\n"
+  // under a condition on a macro: counted, whatever the macro (a superset keys the cache safely)
+  const std::string missing = "// " + tok + "\n#ifdef NO_SUCH_FLAG\n#include \"no_such_header.h\"\n#endif\n#define VAL 6\n"
                               "__kernel void inc_val(__global int* o) { o[0] = VAL; }\n";
   const std::string opts = "-I" + cache.path();
   LogCapture logs;
@@ -491,6 +492,21 @@ TEST_P(ProgramCl, UnresolvableIncludesSkipTheDiskCache) {
   EXPECT_NE(text.find("program not cached on disk: #include HDR (the source, line 3) is computed by a macro"), std::string::npos) << text;
   EXPECT_NE(text.find("#include \"no_such_header.h\" (the source, line 3) was not found"), std::string::npos) << text;
   EXPECT_EQ(count_files(cache.path()), 1u) << "only the header: no cache entry";
+}
+
+// The include scan reads directives with the kernel reader's lexer (core/preprocessor.hpp): an
+// #include in a comment or in a group no macro can make live names no file, so the program is
+// found whole and cached on disk (the scan used to count them, and skip the cache).
+TEST_P(ProgramCl, IncludesInCommentsAndDeadGroupsDoNotCount) {
+  encore_test::ScopedCacheDir cache;
+  write_text(fs::path(cache.path()) / "val.h", "#define VAL 7\n");
+  const std::string src = "// " + encore_test::unique_token() +
+                          "\n// #include \"gone1.h\"\n/* a comment\n#include \"gone2.h\"\n*/\n#if 0\n#include \"gone3.h\"\n"
+                          "#elif 2 > 1\n#include \"val.h\"\n#else\n#include \"gone4.h\"\n#endif\n"
+                          "__kernel void inc_val(__global int* o) { o[0] = VAL; }\n";
+  const std::string opts = "-I" + cache.path();
+  EXPECT_EQ(compile_and_read(dev, src, opts), std::make_pair(7, false));
+  EXPECT_EQ(compile_and_read(dev, src, opts), std::make_pair(7, true)) << "every include it counts was found: cached on disk";
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, ProgramCl, ::testing::ValuesIn(encore_test::cl_params()), encore_test::param_name);

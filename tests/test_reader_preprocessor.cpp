@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "core/preprocessor.hpp"
+#include "core/signature_parser.hpp"
 #include "encore/encore.hpp"
 #include "encore/opencl.hpp"
-#include "internal.hpp"
 #include "test_util.hpp"
 #include "testing.hpp"
 
@@ -42,6 +42,27 @@ std::vector<KernelParam> params(const std::string& src, const std::string& optio
 std::string unreadable(const std::string& src, const std::string& options = "") {
   auto r = read_signatures(src, {}, options);
   return r.ok() ? std::string("(readable)") : r.unreadable;
+}
+
+// The program cache's include scan (include_directives): the reader's lexer, so comments and
+// groups no macro can make live hide a directive; a condition on a macro does not.
+TEST(ReaderPreprocessor, IncludeDirectivesSkipCommentsAndDeadGroups) {
+  const std::string text =
+      "#include \"a.h\"\n"                    // 1
+      "// #include \"c1.h\"\n"                // 2
+      "/* #include \"c2.h\"\n"                // 3
+      "#include \"c3.h\" */ #include <b.h>\n" // 4: after a comment, still at the line's start
+      "#if 0\n#include \"d1.h\"\n"           // 5, 6
+      "#if FOO\n#include \"d2.h\"\n#endif\n" // 7-9: inside a dead group
+      "#elif defined(BAR)\n#include \"e.h\"\n" // 10, 11: a macro: counted
+      "#else\n#include \"f.h\"\n#endif\n"     // 12-14: live unless BAR
+      "#if 1\n#else\n#include \"d3.h\"\n#endif\n" // 15-18
+      "#ifdef X\n#include \"g.h\"\n#endif\n"  // 19-21
+      "# \\\n include HDR\n";                   // 22-23: spliced (the directive starts on 22); computed by a macro
+  const auto d = encore::detail::include_directives(text);
+  std::vector<std::string> names;
+  for (const auto& x : d) names.push_back(x.name + (x.quoted ? " q" : "") + (x.computed ? " c" : "") + " " + std::to_string(x.line));
+  EXPECT_EQ(names, (std::vector<std::string>{"a.h q 1", "b.h 4", "e.h q 11", "f.h q 13", "g.h q 20", "HDR c 22"}));
 }
 
 TEST(ReaderPreprocessor, IssueExamples) {

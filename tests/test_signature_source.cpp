@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "encore/encore.hpp"
-#include "internal.hpp"
+#include "core/signature_parser.hpp"
 #include "testing.hpp"
 #include "test_util.hpp"
 

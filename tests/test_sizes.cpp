@@ -10,7 +10,7 @@
 
 #include "encore/encore.hpp"
 #include "encore/opencl.hpp"
-#include "internal.hpp"
+#include "core/buffer_impl.hpp"
 
 namespace {
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "encore/encore.hpp"
-#include "internal.hpp"
 #include "test_util.hpp"
+#include "core/buffer_impl.hpp"
 
 namespace {
 

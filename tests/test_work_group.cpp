@@ -9,8 +9,9 @@
 #include <vector>
 
 #include "encore/encore.hpp"
-#include "internal.hpp"
 #include "test_util.hpp"
+#include "core/program_impl.hpp"
+#include "exec/eager.hpp"
 
 namespace {
 

@@ -25,7 +25,7 @@
 
 namespace encore {
 
-// How a captured step replays (ExecutionUnit::build, Capture, TinyJit through JitOptions::unit).
+// How a captured step replays (a Capture's unit, and TinyJit's through JitOptions::unit).
 //   encore::Capture cap(encore::UnitOptions{.prune = false});
 struct UnitOptions {
   bool prune = true;           // drop one-time items from replay (docs/capture-and-replay.md)
@@ -213,7 +213,7 @@ class ENCORE_API Capture {
   ExecutionUnit end();
 
  private:
-  friend struct detail::CaptureAccess;  // TinyJit captures through this class (src/jit.cpp)
+  friend struct detail::CaptureAccess;  // TinyJit captures through this class (src/unit/jit.cpp)
   struct State;
   std::unique_ptr<State> s_;
 };

@@ -47,7 +47,7 @@ constexpr CPhrase kPhrases[] = {
     {"(a partial copyout takes an offset: copyout(data, offset))", "(a partial read takes an offset: encore_buffer_read)"},
     {"(a partial copyin takes an offset: copyin(data, offset))", "(a partial write takes an offset: encore_buffer_write)"},
     {"Pass a copy, or set fresh_outputs", "Pass a copy, or set fresh_outputs in the encore_jit_options"},
-    // explicit captures (src/unit/jit.cpp, src/exec/recorder.cpp): the C function's name leads the message
+    // explicit captures (src/unit/jit.cpp, src/core/recorder.cpp): the C function's name leads the message
     {"Capture::end: ", ""},
     {"Capture::end called twice", "encore_capture_end called twice"},
     {"Capture::end must be called", "encore_capture_end must be called"},

@@ -6,7 +6,7 @@
 #include "core/allocator.hpp"
 #include "core/buffer_impl.hpp"
 #include "core/event_impl.hpp"
-#include "exec/recorder.hpp"
+#include "core/recorder.hpp"
 
 namespace encore {
 

@@ -9,7 +9,9 @@
 
 #include "core/env.hpp"
 #include "core/owned_event.hpp"
-#include "internal.hpp"
+#include "core/allocator.hpp"
+#include "core/device_impl.hpp"
+#include "trace/trace.hpp"
 
 namespace encore {
 

@@ -1,7 +1,7 @@
 // Events: completion of enqueued work, over the backends' native events.
 #include "encore/event.hpp"
 
-#include "internal.hpp"
+#include "core/event_impl.hpp"
 
 namespace encore {
 

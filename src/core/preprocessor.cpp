@@ -271,6 +271,16 @@ constexpr size_t kBudget = size_t(1) << 20;
 
 std::string marker(const std::string& what) { return std::string(1, kUnknown) + what; }
 
+// The #include spelled by a directive's tokens after "include": "\"x.h\"" or "<x.h>"; empty when
+// a macro computes it.
+std::string include_spelling(const std::vector<Tok>& args) {
+  if (args.size() == 1 && args[0].s.size() > 1 && args[0].s[0] == '"' && args[0].s.back() == '"') return args[0].s;
+  if (args.empty() || args[0].s != "<") return {};
+  std::string spelled;
+  for (size_t i = 1; i < args.size() && args[i].s != ">"; ++i) spelled += (args[i].gap ? " " : "") + args[i].s;
+  return "<" + spelled + ">";
+}
+
 class Pp {
  public:
   Pp(std::span<const std::string> headers, const IncludeMap* includes) : headers_(headers), includes_(includes) {}
@@ -459,15 +469,8 @@ class Pp {
   }
 
   void include(const std::vector<Tok>& args, size_t index, const std::string& where) {
-    std::string spelled;
-    if (args.size() == 1 && args[0].s.size() > 1 && args[0].s[0] == '"' && args[0].s.back() == '"') {
-      spelled = args[0].s;
-    } else if (!args.empty() && args[0].s == "<") {
-      for (size_t i = 1; i < args.size() && args[i].s != ">"; ++i) spelled += (args[i].gap ? " " : "") + args[i].s;
-      spelled = "<" + spelled + ">";
-    } else {
-      return give_up(where + " is computed by a macro");
-    }
+    const std::string spelled = include_spelling(args);
+    if (spelled.empty()) return give_up(where + " is computed by a macro");
     auto it = includes_ ? includes_->find({index, spelled}) : IncludeMap::const_iterator{};
     if (!includes_ || it == includes_->end() || it->second >= headers_.size())
       return give_up(where + ": the reader was not given the text of " + spelled);
@@ -584,6 +587,62 @@ class Pp {
 };
 
 }  // namespace
+
+std::vector<IncludeDirective> include_directives(const std::string& text) {
+  const std::vector<Tok> t = lex(text);
+  // per open #if: whether the group being read is dead (no macro can make it live), and whether
+  // an earlier branch of the chain is surely taken (then the rest are dead)
+  struct Group {
+    bool parent_dead, dead, taken;
+  };
+  std::vector<Group> stack;
+  // a condition without names is decided whatever the macros; any name (`defined` included) is not
+  auto decided = [](const std::vector<Tok>& args) -> Decision {
+    std::vector<std::string> x;
+    for (const Tok& k : args) {
+      if (is_ident(k.s)) return Decision::unknown;
+      x.push_back(k.s);
+    }
+    Expr e{x};
+    const Val v = e.cond(true);
+    if (e.bad || e.i != x.size()) return Decision::unknown;
+    return v.v ? Decision::yes : Decision::no;
+  };
+  std::vector<IncludeDirective> out;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (!(t[i].s == "#" && t[i].bol)) continue;
+    size_t e = i + 1;
+    while (e < t.size() && !t[e].bol) ++e;
+    const std::string name = i + 1 < e ? t[i + 1].s : "";
+    const std::vector<Tok> args(t.begin() + static_cast<long>(std::min(i + 2, e)), t.begin() + static_cast<long>(e));
+    const bool dead = !stack.empty() && stack.back().dead;
+    if (name == "if" || name == "ifdef" || name == "ifndef") {
+      const Decision r = name == "if" ? decided(args) : Decision::unknown;
+      stack.push_back({dead, dead || r == Decision::no, r == Decision::yes});
+    } else if ((name == "elif" || name == "else") && !stack.empty()) {
+      Group& g = stack.back();
+      const Decision r = name == "else" ? Decision::yes : decided(args);
+      g.dead = g.parent_dead || g.taken || r == Decision::no;
+      g.taken = g.taken || (r == Decision::yes && !g.dead);
+    } else if (name == "endif" && !stack.empty()) {
+      stack.pop_back();
+    } else if (name == "include" && !dead) {
+      IncludeDirective d;
+      d.line = t[i].line;
+      const std::string spelled = include_spelling(args);
+      if (spelled.empty()) {
+        d.computed = true;
+        for (const Tok& k : args) d.name += (d.name.empty() ? "" : " ") + k.s;
+      } else {
+        d.quoted = spelled[0] == '"';
+        d.name = spelled.substr(1, spelled.size() - 2);
+      }
+      out.push_back(std::move(d));
+    }
+    i = e - 1;
+  }
+  return out;
+}
 
 Preprocessed preprocess(const std::string& source, std::span<const std::string> headers, const IncludeMap* includes,
                         const std::string& options) {

@@ -37,4 +37,18 @@ struct Preprocessed {
 Preprocessed preprocess(const std::string& source, std::span<const std::string> headers, const IncludeMap* includes,
                         const std::string& options);
 
+// One #include directive of a file: the name between the quotes or the angle brackets;
+// `computed` when a macro names the file (`name` is then the directive's text).
+struct IncludeDirective {
+  std::string name;
+  bool quoted = false, computed = false;
+  int line = 0;
+};
+// The #include directives of one file that preprocessing may reach, read by the preprocessor's
+// lexer (the program cache's scan, src/core/program_cache.cpp): none inside a comment, none in a
+// group that no macro can make live (`#if 0`, the `#else` of `#if 1`: conditions without names,
+// evaluated as #if evaluates them). Every other group counts, so the files found are a superset
+// of those the compiler reads.
+std::vector<IncludeDirective> include_directives(const std::string& text);
+
 }  // namespace encore::detail

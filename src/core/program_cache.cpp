@@ -14,6 +14,7 @@
 #include <random>
 #include <sstream>
 
+#include "core/preprocessor.hpp"
 #include "core/program_cache.hpp"
 #include "core/program_impl.hpp"
 #include "trace/trace.hpp"
@@ -69,43 +70,6 @@ std::string cache_key_text(const std::string& prefix, const std::string& source,
 
 namespace {
 
-// One #include directive: the name, quoted ("") or not (<>); `computed` when it is a macro.
-struct Directive {
-  std::string name;
-  bool quoted = false, computed = false;
-  size_t line = 0;
-};
-
-std::vector<Directive> include_directives(const std::string& text) {
-  std::vector<Directive> out;
-  size_t line = 0;
-  for (size_t i = 0; i < text.size(); ++line) {
-    size_t e = text.find('\n', i);
-    if (e == std::string::npos) e = text.size();
-    size_t p = text.find_first_not_of(" \t", i);
-    if (p < e && text[p] == '#') {
-      p = text.find_first_not_of(" \t", p + 1);
-      if (p < e && text.compare(p, 7, "include") == 0) {
-        p = text.find_first_not_of(" \t", p + 7);
-        Directive d;
-        d.line = line + 1;
-        const char close = p < e && text[p] == '"' ? '"' : p < e && text[p] == '<' ? '>' : 0;
-        const size_t q = close ? text.find(close, p + 1) : std::string::npos;
-        if (q == std::string::npos || q >= e) {
-          d.computed = true;
-          d.name = text.substr(p < e ? p : e, e - (p < e ? p : e));
-        } else {
-          d.quoted = close == '"';
-          d.name = text.substr(p + 1, q - p - 1);
-        }
-        out.push_back(std::move(d));
-      }
-    }
-    i = e + 1;
-  }
-  return out;
-}
-
 std::vector<std::string> include_dirs(const std::string& options) {
   std::vector<std::string> words, dirs;
   std::istringstream ss(options);
@@ -138,7 +102,7 @@ Includes read_includes(const std::string& source, const std::string& options) {
     Pending cur = std::move(todo.back());
     todo.pop_back();
     std::vector<Pending> found;
-    for (const Directive& d : include_directives(cur.text)) {
+    for (const IncludeDirective& d : include_directives(cur.text)) {  // the reader's lexer (core/preprocessor.hpp)
       const std::string where = "#include " + (d.computed ? d.name : (d.quoted ? "\"" + d.name + "\"" : "<" + d.name + ">")) + " (" +
                                 cur.from + ", line " + std::to_string(d.line) + ")";
       if (d.computed) {

@@ -19,8 +19,10 @@ std::string cache_key_text(const std::string& prefix, const std::string& source,
 // The files a program's source #includes, found as the OpenCL compiler finds them (PoCL, checked):
 // `#include "x"` in the including file's directory first, then both forms in the working directory
 // (the main source's directory), then in each -I directory of `options` (relative ones against the
-// working directory), transitively. Directives in #if branches are followed too (a superset keys
-// the cache safely).
+// working directory), transitively. The directives are read by the kernel reader's lexer
+// (include_directives, core/preprocessor.hpp): one in a comment or in a group no macro can make
+// live (`#if 0`) does not count; one under a condition on a macro does (a superset keys the cache
+// safely).
 struct Includes {
   bool resolved = true;  // false: an include was not found or is computed by a macro (`why` says which)
   std::string why;

@@ -2,6 +2,7 @@
 // context (replay orders the two queues: src/unit/sync.cpp), between host memories or through
 // host memory. Each copy's variant (CopyPath) is chosen at bind, once.
 #include "exec/kind.hpp"
+#include "exec/eager.hpp"
 
 #include <string>
 

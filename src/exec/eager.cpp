@@ -3,6 +3,7 @@
 #include "encore/device.hpp"
 #include "exec/flow.hpp"
 #include "exec/kind.hpp"
+#include "exec/eager.hpp"
 
 namespace encore {
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/owned_event.hpp"
+#include "exec/eager.hpp"
 
 namespace encore::detail {
 

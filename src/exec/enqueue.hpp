@@ -8,7 +8,8 @@
 #include <span>
 #include <string>
 
-#include "internal.hpp"
+#include "encore/exec_item.hpp"
+#include "core/buffer_impl.hpp"
 
 namespace encore::detail {
 

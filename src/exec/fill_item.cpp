@@ -2,6 +2,7 @@
 // and replayed as a device fill (clEnqueueFillBuffer; the NULL device writes its memory).
 #include "exec/flow.hpp"
 #include "exec/kind.hpp"
+#include "core/scalar.hpp"
 
 namespace encore::detail {
 

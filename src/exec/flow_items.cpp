@@ -7,7 +7,7 @@
 #include "exec/eager.hpp"
 #include "exec/flow.hpp"
 #include "exec/kind.hpp"
-#include "exec/recorder.hpp"
+#include "core/recorder.hpp"
 
 namespace encore {
 

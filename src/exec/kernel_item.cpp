@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "exec/kind.hpp"
+#include "core/program_impl.hpp"
 
 namespace encore::detail {
 

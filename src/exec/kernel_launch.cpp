@@ -10,6 +10,10 @@
 #include "exec/enqueue.hpp"
 #include "exec/flow.hpp"
 #include "exec/kind.hpp"
+#include "core/program_impl.hpp"
+#include "core/recorder.hpp"
+#include "core/scalar.hpp"
+#include "exec/eager.hpp"
 
 namespace encore {
 

@@ -12,7 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "unit/unit.hpp"
+#include "trace/trace.hpp"
+#include "unit/unit.hpp"  // the bound form a kind's bind and replay fill (the allowed upward include, tests/check_layers.py)
 
 namespace encore::detail {
 
@@ -107,6 +108,10 @@ void record_item(ExecItem&& item);
 // size). `ld`/`ns` report what ran; `traced` set: a trace event for that item.
 bool run_kernel_eager(KernelImpl& k, const std::vector<Arg>& args, const Sizes& global, const Sizes& local, LaunchDims& ld,
                       uint64_t* ns, const ExecItem* traced = nullptr);
+// What the trace and ENCORE_DEBUG=2 see of an item (trace/trace.hpp), and their calls for one.
+ItemView item_view(const ExecItem& it);
+void trace_item(DeviceImpl& dev, OwnedEvent ev, const ExecItem& it, const char* phase, uint32_t dims, const size_t* gws);
+void debug_print_item(const ExecItem& it, uint32_t dims, const size_t* gws, const size_t* lws, uint64_t device_ns, double host_us);
 // Host microseconds since `t0` (debug lines).
 double micros_since(std::chrono::steady_clock::time_point t0);
 // After an item without launch sizes ran eagerly on `dev`: its trace event and ENCORE_DEBUG=2 line.

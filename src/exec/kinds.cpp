@@ -1,6 +1,10 @@
 // The table of item kinds, by ItemKind: the one list a new kind is added to.
 #include "exec/kind.hpp"
 
+#include "core/owned_event.hpp"
+#include "core/recorder.hpp"
+#include "trace/trace.hpp"
+
 namespace encore::detail {
 
 namespace {
@@ -25,6 +29,20 @@ void record_item(ExecItem&& item) {
 
 double micros_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+}
+
+ItemView item_view(const ExecItem& it) {
+  ItemView v{kind_of(it).label(it), it.device(), 0, it.estimate};
+  for (const StorageAccess& a : it.accesses()) v.bytes += static_cast<double>(a.hi - a.lo);
+  return v;
+}
+
+void trace_item(DeviceImpl& dev, OwnedEvent ev, const ExecItem& it, const char* phase, uint32_t dims, const size_t* gws) {
+  trace_item(dev, std::move(ev), item_view(it), phase, dims, gws);
+}
+
+void debug_print_item(const ExecItem& it, uint32_t dims, const size_t* gws, const size_t* lws, uint64_t device_ns, double host_us) {
+  debug_print_item(item_view(it), dims, gws, lws, device_ns, host_us);
 }
 
 void after_eager(const ExecItem& it, DeviceImpl& dev, std::chrono::steady_clock::time_point t0) {

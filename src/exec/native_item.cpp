@@ -2,6 +2,7 @@
 // a collective) over buffers whose access it states. Split-phase calls (collectives) begin at their
 // place on replay and finish where their results are first needed (src/unit/sync.cpp).
 #include "exec/kind.hpp"
+#include "exec/eager.hpp"
 
 namespace encore::detail {
 

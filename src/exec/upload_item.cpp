@@ -4,6 +4,8 @@
 
 #include "exec/flow.hpp"
 #include "exec/kind.hpp"
+#include "core/recorder.hpp"
+#include "exec/eager.hpp"
 
 namespace encore::detail {
 

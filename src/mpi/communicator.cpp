@@ -16,7 +16,8 @@
 #include "encore/device.hpp"
 #include "encore/error.hpp"
 #include "encore/exec_item.hpp"
-#include "internal.hpp"
+#include "core/device_impl.hpp"
+#include "core/owned_event.hpp"
 
 namespace encore {
 

@@ -5,7 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "internal.hpp"
+#include "core/allocator.hpp"
+#include "core/device_impl.hpp"
 #include "testing.hpp"
 
 namespace encore::detail {

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cl_device.hpp"
+#include "core/event_impl.hpp"
 
 namespace encore::detail {
 

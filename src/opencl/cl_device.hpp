@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "cl_handle.hpp"
-#include "internal.hpp"
+#include "core/device_impl.hpp"
 
 namespace encore::detail {
 

@@ -5,6 +5,8 @@
 #include "cl_device.hpp"
 #include "encore/opencl.hpp"
 #include "core/native_fn_guard.hpp"
+#include "core/buffer_impl.hpp"
+#include "core/event_impl.hpp"
 
 namespace encore::detail {
 

@@ -6,8 +6,10 @@
 #include <sstream>
 
 #include "cl_device.hpp"
+#include "core/allocator.hpp"
 #include "core/env.hpp"
 #include "testing.hpp"
+#include "trace/trace.hpp"
 
 namespace encore::detail {
 

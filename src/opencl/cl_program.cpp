@@ -6,6 +6,7 @@
 #include "cl_device.hpp"
 #include "core/env.hpp"
 #include "testing.hpp"
+#include "trace/trace.hpp"
 
 namespace encore::detail {
 

@@ -4,7 +4,7 @@
 #include <mutex>
 
 #include "core/env.hpp"
-#include "internal.hpp"
+#include "trace/trace.hpp"
 
 namespace encore {
 

@@ -15,9 +15,11 @@
 #include <vector>
 
 #include "encore/error.hpp"
+#include "core/device_impl.hpp"
 #include "core/env.hpp"
-#include "exec/kind.hpp"
-#include "internal.hpp"
+#include "core/json_text.hpp"
+#include "core/owned_event.hpp"
+#include "trace/trace.hpp"
 
 namespace encore {
 
@@ -37,7 +39,7 @@ struct HostSpan {
 struct DeviceItem {
   std::shared_ptr<DeviceImpl> dev;
   OwnedEvent ev;  // null where the device runs synchronously (NULL); after `dev`, so released before it
-  std::string name, phase, global;
+  std::string name, phase, sizes;  // sizes: the global size, "[1024,8]"
   double bytes;
   double enqueued_us;
   std::string decision;  // a step that decides: what this replay chose (trace_decision)
@@ -62,23 +64,10 @@ Recording& rec() {
   return r;
 }
 
+// Inside a JSON string (core/json_text.hpp).
 std::string json_escape(const std::string& s) {
   std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '"': o += "\\\""; break;
-      case '\\': o += "\\\\"; break;
-      case '\n': o += "\\n"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char b[8];
-          std::snprintf(b, sizeof b, "\\u%04x", c);
-          o += b;
-        } else {
-          o += c;
-        }
-    }
-  }
+  append_json_escaped(o, s);
   return o;
 }
 
@@ -127,15 +116,13 @@ double device_to_host_us(uint64_t device_ns, uint64_t ref_device_ns, double ref_
 TraceSpan::TraceSpan(const char* n) : name(n), start_us(trace_active() ? host_now_us() : 0) {}
 TraceSpan::~TraceSpan() { trace_span(name, start_us); }
 
-void trace_item(DeviceImpl& dev, OwnedEvent ev, const ExecItem& item, const char* phase, uint32_t dims, const size_t* gws) {
-  DeviceItem d{dev.shared_from_this(), std::move(ev), {}, phase, {}, 0, host_now_us(), {}, 0};
-  d.name = kind_of(item).label(item);
+void trace_item(DeviceImpl& dev, OwnedEvent ev, const ItemView& item, const char* phase, uint32_t dims, const size_t* gws) {
+  DeviceItem d{dev.shared_from_this(), std::move(ev), item.label, phase, {}, item.bytes, host_now_us(), {}, 0};
   if (dims) {
-    d.global = "[";
-    for (uint32_t i = 0; i < dims; ++i) d.global += (i ? "," : "") + std::to_string(gws[i]);
-    d.global += "]";
+    d.sizes = "[";
+    for (uint32_t i = 0; i < dims; ++i) d.sizes += (i ? "," : "") + std::to_string(gws[i]);
+    d.sizes += "]";
   }
-  for (const StorageAccess& a : item.accesses()) d.bytes += static_cast<double>(a.hi - a.lo);
   Recording& r = rec();
   std::lock_guard<std::mutex> lock(r.mu);
   r.items.push_back(std::move(d));
@@ -207,7 +194,7 @@ void stop(const std::string& path) {
       }
     }
     out << ",\n{\"name\":\"" << json_escape(d.name) << "\",\"cat\":\"" << d.phase << "\",\"ph\":\"X\",\"pid\":1,\"tid\":" << tid[d.dev.get()]
-        << ",\"ts\":" << ts << ",\"dur\":" << dur << ",\"args\":{\"global\":\"" << d.global << "\",\"bytes\":" << d.bytes
+        << ",\"ts\":" << ts << ",\"dur\":" << dur << ",\"args\":{\"global\":\"" << d.sizes << "\",\"bytes\":" << d.bytes
         << ",\"clock\":\"" << (on_device ? "device" : "host enqueue") << "\"";
     if (!d.decision.empty()) out << ",\"decision\":\"" << json_escape(d.decision) << "\"";
     out << "}}";

@@ -8,6 +8,7 @@
 
 #include "encore/error.hpp"
 #include "exec/kind.hpp"
+#include "core/scalar.hpp"
 
 namespace encore::detail {
 

@@ -9,6 +9,7 @@
 
 #include "exec/kind.hpp"
 #include "unit/unit.hpp"
+#include "core/event_impl.hpp"
 
 namespace encore {
 

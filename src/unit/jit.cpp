@@ -11,6 +11,9 @@
 #include "core/env.hpp"
 #include "unit/capture_check.hpp"
 #include "unit/unit.hpp"
+#include "core/recorder.hpp"
+#include "core/scalar.hpp"
+#include "trace/trace.hpp"
 
 namespace encore {
 

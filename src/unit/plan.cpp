@@ -208,7 +208,6 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
   } else {
     u.one_time.assign(n, false);
   }
-  for (uint32_t i = 0; i < n; ++i) u.steps[i].one_time = u.one_time[i];
   if (u.flow)
     for (uint32_t i = static_cast<uint32_t>(n); i-- > 0;)
       if (!u.one_time[i]) {

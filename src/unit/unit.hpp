@@ -1,6 +1,7 @@
 #pragma once
 // The unit's private structure, shared by the files of src/unit/ (jit.cpp among them: TinyJit builds its
-// units, shares their arenas and binds their slots) and the internal tests:
+// units, shares their arenas and binds their slots), the item kinds' bind and replay (through
+// src/exec/kind.hpp, the one include pointing up a layer: tests/check_layers.py) and the internal tests:
 //   Plan     — what to run: a pure function of (items, inputs, outputs, options); no device calls.
 //   Binding  — how to run it on its devices now: kernel objects with arguments set, the arena,
 //              the current buffer of every entry, staging memory. Rebuilt after free_intermediates.
@@ -15,7 +16,9 @@
 #include "encore/execution_unit.hpp"
 #include "core/owned_event.hpp"
 #include "exec/enqueue.hpp"
-#include "internal.hpp"
+#include "core/buffer_impl.hpp"
+#include "core/var_state.hpp"
+#include "unit/view_cache.hpp"
 #include "core/size_ref.hpp"
 
 namespace encore::detail {
@@ -41,7 +44,6 @@ struct PlanEntry {
 
 // One item as replay needs it: entries and variable slots instead of handles.
 struct PlanStep {
-  bool one_time = false;
   bool has_local = false;
   uint32_t dims = 0;
   std::array<SizeRef, 3> g{}, l{};

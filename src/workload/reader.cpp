@@ -2,19 +2,13 @@
 
 #include <cmath>
 
+#include "core/json_text.hpp"
+
 namespace encore::workload::detail {
 
 void fail(const std::string& path, const std::string& msg) { throw WorkloadError(path, msg); }
 
-std::string quote(std::string_view s) {
-  std::string r = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') r += '\\', r += c;
-    else if (static_cast<unsigned char>(c) < 0x20) r += std::string("\\u00") + "0123456789abcdef"[(c >> 4) & 15] + "0123456789abcdef"[c & 15];
-    else r += c;
-  }
-  return r + "\"";
-}
+std::string quote(std::string_view s) { return encore::detail::json_quoted(s); }
 
 Obj::Obj(const JNode& n, std::string path) : n_(n), path_(std::move(path)) {
   if (n.kind != JNode::Kind::object) fail(path_, std::string("expected an object, got ") + kind_name(n.kind));

@@ -40,6 +40,7 @@ int64_t as_int(const JNode& n, const std::string& path, int64_t lo, int64_t hi);
 uint64_t as_uint(const JNode& n, const std::string& path, uint64_t hi);
 // Any integer, taken mod 2^64 exactly (from the source text, so 2^70 + 5 gives 5).
 uint64_t as_int_mod64(const JNode& n, const std::string& path);
+// `s` as a JSON string (core/json_text.hpp): file names and keys in messages, and the saver's strings.
 std::string quote(std::string_view s);
 
 }  // namespace encore::workload::detail

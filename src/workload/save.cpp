@@ -18,6 +18,7 @@
 namespace encore::workload {
 
 using detail::fail;
+using detail::quote;  // a JSON string (core/json_text.hpp: kernel sources keep \n and \t readable)
 
 
 namespace {
@@ -30,29 +31,6 @@ constexpr const char* kCopySource =
     "  size_t i = get_global_id(0);\n"
     "  dst[i] = src[i];\n"
     "}\n";
-
-// A JSON string; kernel sources stay readable (\n, \t rather than \u000a).
-std::string quote(std::string_view s) {
-  std::string r = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"': r += "\\\""; break;
-      case '\\': r += "\\\\"; break;
-      case '\n': r += "\\n"; break;
-      case '\t': r += "\\t"; break;
-      case '\r': r += "\\r"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[16];
-          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-          r += buf;
-        } else {
-          r += c;
-        }
-    }
-  }
-  return r + "\"";
-}
 
 // A JSON string for the step, where '@' delimits the buffer and variable placeholders resolved
 // once every name is known: a literal '@' is written as its escape.

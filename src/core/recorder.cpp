@@ -1,7 +1,7 @@
 #include <atomic>
 
 #include "encore/error.hpp"
-#include "exec/recorder.hpp"
+#include "core/recorder.hpp"
 #include "trace/trace.hpp"
 
 namespace encore::detail {

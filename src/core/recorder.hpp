@@ -1,5 +1,5 @@
 #pragma once
-// The recording of one capture on one thread (src/exec/recorder.cpp).
+// The recording of one capture on one thread (src/core/recorder.cpp).
 #include <atomic>
 #include <cstdint>
 #include <memory>

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""A kind's data is read in its kind's files only (docs/layout.md, "Layers"): outside them, no file of
+the library's layers (src/core, src/trace, src/exec, src/unit, the backends) reads a kind-specific
+field of an item (ExecItem's kernel, sizes, copy ends, upload source, native call, flow; BoundItem's
+launch, kernel, copy ends, staging, host source, memories, flow; PlanStep's local size) or
+asks an item's kind (ItemKind::...): everything else reaches a kind through its table
+(src/exec/kind.hpp). The check is by field name, so it leaves out names every container has (data,
+n, size, call). The files that still read kind data, until ExecItem, PlanStep and BoundItem are made a
+common header plus per-kind payloads (issue 27, item 2), are listed in OFFENDERS: a new offender
+fails, and one that stops reading kind data must leave the list."""
+import pathlib
+import re
+import sys
+
+# A kind's own files: its table, its public entry points (which build its items), and for the steps
+# that decide (host, branch, loop) their plan and replay in src/unit/.
+OWNERS = {
+    "src/exec/kernel_item.cpp", "src/exec/kernel_launch.cpp", "src/exec/copy_item.cpp", "src/exec/upload_item.cpp",
+    "src/exec/native_item.cpp", "src/exec/fill_item.cpp", "src/exec/flow_items.cpp", "src/exec/flow.hpp",
+    "src/unit/flow_plan.cpp", "src/unit/flow_plan.hpp", "src/unit/flow_replay.cpp",
+    "src/exec/kinds.cpp",  # the list of tables by ItemKind
+}
+
+# Known offenders, each with what it reads. Shrink this list; never grow it.
+OFFENDERS = {
+    # the kernel kind's replay, inline for the replay loop (reads BoundItem's kernel and launch)
+    "src/exec/kind.hpp",
+    # the planner: a step's launch sizes, copy ends and native call (PlanStep from ExecItem)
+    "src/unit/plan.cpp",
+    # cross-device order: which items are split-phase native calls
+    "src/unit/sync.cpp",
+    # the capture check's SeenItem: every kind's fields, compared between calls 0 and 1
+    "src/unit/capture_check.cpp", "src/unit/capture_check.hpp",
+    # host-input uploads checked and renumbered when units are made and concatenated
+    "src/unit/execution_unit.cpp",
+    # a launch's sizes re-resolved and kernel arguments set when a Variable changes
+    "src/unit/binding.cpp",
+    # the replay loop's flow items (host, branch, loop) and its traced launches
+    "src/unit/replay.cpp",
+}
+
+LAYERS = ("core", "trace", "exec", "unit", "opencl", "null")
+FIELDS = ("kernel", "global", "local", "dst", "src", "host_slot", "host_offset", "native", "flow",  # ExecItem
+          "ld", "staging", "host", "host_off", "mems",  # BoundItem (with kernel, dst, src, flow)
+          "has_local")  # PlanStep
+read = re.compile(r"(?:\.|->)(" + "|".join(FIELDS) + r")\b(?!\s*\()|\bItemKind::\w+")
+
+root = pathlib.Path(sys.argv[1])
+bad, offending = [], set()
+for layer in LAYERS:
+    for p in sorted((root / "src" / layer).rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        if p.suffix not in (".cpp", ".hpp") or rel in OWNERS:
+            continue
+        for n, line in enumerate(p.read_text(errors="replace").splitlines(), 1):
+            code = line.split("//", 1)[0]
+            for m in read.finditer(code):
+                if rel in OFFENDERS:
+                    offending.add(rel)
+                else:
+                    bad.append(f"{rel}:{n}: reads {m.group(0).lstrip('.->')}: {line.strip()}")
+for b in bad:
+    print("kind data outside its kind's files (reach it through the kind's table, src/exec/kind.hpp):", b)
+for f in sorted(OFFENDERS - offending):
+    print(f"{f} reads no kind data any more: remove it from OFFENDERS in tests/check_kind_data.py")
+ok = not bad and offending == OFFENDERS
+print(f"{len(OFFENDERS)} known offenders; " + ("ok" if ok else "FAILED"))
+sys.exit(0 if ok else 1)
