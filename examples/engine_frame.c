@@ -3,7 +3,9 @@
  * The "engine" owns its OpenCL context, a compute queue and a render queue (plain OpenCL calls),
  * and the particle buffer. encore adopts the compute queue and the buffer, records one frame of a
  * particle update (integrate with gravity, bounce off a floor; `dt` is a float variable that
- * changes every tick) and replays it for many ticks. Each tick the renderer copies the particles
+ * changes every tick) and replays it for many ticks. It records two frames and checks the second
+ * against the first (encore_capture_check_against): the explicit path's protection against a
+ * per-frame value passed as a constant, which replay would freeze. Each tick the renderer copies the particles
  * into its vertex buffer on the render queue after encore's completion event, and the next replay
  * waits on the renderer's event: no clFinish anywhere on the hot path.
  *
@@ -197,19 +199,27 @@ int main(void) {
   CL_CHECK(clWaitForEvents(1, &drawn_ev));
   double eager_s = now_s() - t0;
 
-  /* ---- capture one frame (it runs too), after the renderer's last copy */
+  /* ---- capture two frames (they run too), after the renderer's last copy. An explicit capture
+   * sees one frame and cannot tell a per-frame value from a constant by itself: the second capture
+   * is compared with the first (encore_capture_check_against), so a frame that passed dt as a
+   * plain float (encore_arg_f32(dt)) instead of the variable would fail here with ENCORE_ERROR_JIT
+   * instead of replaying one frozen dt. (encore_jit does this by itself with its calls 0 and 1.) */
   encore_capture cap = NULL;
-  encore_unit unit = NULL;
+  encore_unit previous = NULL, unit = NULL;
   size_t dt_slot = 0;
   CL_CHECK(clEnqueueBarrierWithWaitList(compute_q, 1, &drawn_ev, NULL));
   CL_CHECK(clReleaseEvent(drawn_ev));
   drawn_ev = NULL;
-  ENCORE_CHECK(encore_capture_begin(NULL, &cap));
-  ENCORE_CHECK(encore_variable_bind_float(f.dt, dt_of(tick), NULL));
-  issue_frame(&f);
-  ENCORE_CHECK(encore_capture_end(cap, &unit));
+  for (int frame = 0; frame < 2; ++frame, ++tick) {
+    ENCORE_CHECK(encore_capture_begin(NULL, &cap));
+    if (previous) ENCORE_CHECK(encore_capture_check_against(cap, previous));
+    ENCORE_CHECK(encore_variable_bind_float(f.dt, dt_of(tick), NULL));
+    issue_frame(&f);
+    ENCORE_CHECK(encore_capture_end(cap, &unit));
+    if (previous) ENCORE_CHECK(encore_unit_destroy(previous));
+    previous = unit;
+  }
   ENCORE_CHECK(encore_unit_variable_slot(unit, f.dt, &dt_slot));
-  ++tick;
 
   /* ---- replay: wait on the renderer's event, hand encore's completion to the renderer */
   encore_event frame_done = NULL;

@@ -41,6 +41,9 @@ OFFENDERS = {
     # concurrent replay's eligibility: reads the Plan's own `flow` flag (a match by name: the plan's,
     # not an item's field; it goes when the flags are asked through the kind tables)
     "src/unit/concurrent.cpp",
+    # a kernel argument's description: Arg::host_slot/host_offset of a per-call by-value argument
+    # (a match by name with ExecItem's upload fields)
+    "src/exec/exec_item.cpp",
 }
 
 LAYERS = ("core", "trace", "exec", "unit", "opencl", "null")

@@ -272,6 +272,7 @@ typedef enum encore_arg_kind {
   ENCORE_ARG_VARIABLE,     /* value.variable: its current value per call */
   ENCORE_ARG_LOCAL_BYTES,  /* value.local_bytes of __local memory */
   ENCORE_ARG_BYTES,        /* value.bytes: a by-value vector or struct (float4, a struct parameter), copied at the launch */
+  ENCORE_ARG_BYTES_FROM,   /* value.bytes, from a host input: the per-call form (encore_arg_bytes_from) */
   ENCORE_ARG_KIND_MAX_ENUM = 0x7fffffff /* (not a kind: makes every int a valid value, as in C) */
 } encore_arg_kind;
 
@@ -391,12 +392,19 @@ static inline encore_unit_options encore_unit_options_default(void) {
 ENCORE_C_API encore_status encore_capture_begin(const encore_unit_options* opt, encore_capture* out);
 /* Declares an input; *slot (may be NULL) is its slot for encore_unit_bind_input. */
 ENCORE_C_API encore_status encore_capture_add_input(encore_capture cap, encore_buffer buf, size_t* slot);
+/* Declares `bytes` bytes of host memory at `data` as a host input; *slot (may be NULL) is its slot for
+ * encore_unit_bind_host_input. An encore_buffer_write from inside it, and an encore_arg_bytes_from (or
+ * encore_arg_bytes) of bytes inside it, replay from the bytes bound to the slot then: until it is
+ * bound, the bytes it held when the capture ended (copied); once bound, the memory bound, read at
+ * each run (it may change between runs, and right after a run returns). */
+ENCORE_C_API encore_status encore_capture_add_host_input(encore_capture cap, const void* data, size_t bytes, size_t* slot);
 /* Declares an output (handed out to the caller, never planned). */
 ENCORE_C_API encore_status encore_capture_add_output(encore_capture cap, encore_buffer buf);
 /* The capture check of this path: encore_capture_end compares this capture with `previous`, a unit
  * an earlier capture of the same frame's work made (frame N-1 for frame N), and fails with
  * ENCORE_ERROR_JIT at the first kernel scalar, launch size, by-value value, buffer or upload that
- * differs, which replay would freeze (a plain float dt: make it an encore_variable). Without it a
+ * differs, which replay would freeze (a plain float dt: make it an encore_variable; a per-frame struct
+ * passed by value: encore_arg_bytes_from of a host input). Without it a
  * capture sees one frame and compares nothing. `previous` may be destroyed afterwards.
  *   encore_capture_check_against(cap, last_frames_unit);
  * What each path checks: encore_jit (TinyJit) records calls 0 and 1 and compares them by default
@@ -417,6 +425,9 @@ ENCORE_C_API encore_status encore_unit_counts(encore_unit unit, size_t* num_inpu
 ENCORE_C_API encore_status encore_unit_variable_slot(encore_unit unit, encore_variable var, size_t* slot);
 /* Binds the buffer for input `slot` (same dtype, count and device as captured). */
 ENCORE_C_API encore_status encore_unit_bind_input(encore_unit unit, size_t slot, encore_buffer buf);
+/* Binds host input `slot` (encore_capture_add_host_input) to `bytes` bytes at `data` (the capture's size)
+ * for the next runs: each run reads them while it enqueues, so they may change between runs. */
+ENCORE_C_API encore_status encore_unit_bind_host_input(encore_unit unit, size_t slot, const void* data, size_t bytes);
 /* Sets an integer variable slot for the next runs. */
 ENCORE_C_API encore_status encore_unit_bind_var_int(encore_unit unit, size_t slot, int64_t value);
 /* Sets a float variable slot for the next runs. */
@@ -441,7 +452,9 @@ ENCORE_C_API encore_status encore_unit_concat(encore_unit a, encore_unit b, enco
 /* The step: issues work through this API on the inputs (borrowed handles: do not destroy) and
  * fills outputs[0..num_outputs) with handles it hands over (the jit destroys them; to return an
  * input or a state buffer, hand over encore_buffer_retain of it). Runs on calls 0 and 1 (and
- * verify runs) only: host code in it is frozen at capture, so per-call values must be variables.
+ * verify runs) only: host code in it is frozen at capture, so per-call values must be variables
+ * (or host inputs, encore_jit_call_hosts: written with encore_buffer_write, passed by value with
+ * encore_arg_bytes_from).
  * A status other than ENCORE_OK fails the call with that status. */
 typedef encore_status (*encore_step_fn)(void* userdata, const encore_buffer* inputs, size_t num_inputs,
                                         const encore_bound_var* vars, size_t num_vars, encore_buffer* outputs,
@@ -617,9 +630,22 @@ static inline encore_arg encore_arg_variable_as(encore_variable v, encore_dtype 
 static inline encore_arg encore_arg_local(size_t bytes) { encore_arg a; a.kind = ENCORE_ARG_LOCAL_BYTES; a.value.local_bytes = bytes; return a; }
 /* `size` bytes at `data` for a by-value vector or struct parameter (a float4 is float[4], a float3
  * float[4]; a struct laid out as OpenCL C lays it out). The bytes are copied when the launch is made;
- * in a capture they are a constant, as any scalar. */
+ * in a capture they are a constant, as any scalar (the capture check refuses one that changes),
+ * unless `data` lies inside a host input of the capture: then they are per call, as below. */
 static inline encore_arg encore_arg_bytes(const void* data, size_t size) {
   encore_arg a; a.kind = ENCORE_ARG_BYTES; a.value.bytes.data = data; a.value.bytes.size = size; return a;
+}
+/* The per-call form of a by-value struct or vector (per-frame parameters): `size` bytes at `data`,
+ * which must lie inside a host input of the capture (encore_capture_add_host_input, or the hosts of
+ * encore_jit_call_hosts), else ENCORE_ERROR_JIT when it is recorded. The capture records the host
+ * input's slot, the byte offset and the size; every replay passes the bytes that host input holds
+ * then (encore_unit_bind_host_input, or each jit call's hosts), with no allocation; the capture check
+ * compares that place, not the value. The size is checked as encore_arg_bytes' is.
+ *   encore_capture_add_host_input(cap, &params, sizeof params, &hslot);
+ *   encore_arg args[2] = {encore_arg_buffer(x), encore_arg_bytes_from(&params, sizeof params)};
+ *   ... each frame: params.dt = dt; encore_unit_run(unit, NULL, 0, NULL);   (still bound to &params) */
+static inline encore_arg encore_arg_bytes_from(const void* data, size_t size) {
+  encore_arg a; a.kind = ENCORE_ARG_BYTES_FROM; a.value.bytes.data = data; a.value.bytes.size = size; return a;
 }
 static inline encore_size encore_size_of(size_t n) { encore_size s; s.var = NULL; s.mul = 0; s.add = (int64_t)n; s.expr = NULL; return s; }
 static inline encore_size encore_size_affine(encore_variable v, int64_t mul, int64_t add) {

@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -49,9 +50,17 @@ struct LocalMem {
 // The size is checked where the parameter's type tells it (KernelParam::value_bytes: vectors, 3-vectors
 // taking 4 lanes, structs the source defines); otherwise encore trusts it. A struct must be laid out
 // as OpenCL C lays it out (natural alignment; no pointers). Inside a capture it is a constant like a
-// plain scalar: a value that differs between calls 0 and 1 is a JitError.
+// plain scalar (a value that differs between calls 0 and 1 is a JitError), unless its bytes come
+// from a host input: see bytes_from.
+namespace detail {
+// Throws ArgumentError: bytes_from's range lies outside its host input.
+[[noreturn]] ENCORE_API void bytes_outside(size_t offset, size_t n, size_t total);
+}  // namespace detail
+
 struct ByValue {
   std::shared_ptr<const std::vector<unsigned char>> data;
+  const void* src = nullptr;  // where the bytes were copied from (a capture looks for a host input there)
+  bool per_call = false;      // made by bytes_from: a capture requires a host input there
 };
 // `n` bytes from `p` (ArgumentError when n is 0, or p is null).
 ENCORE_API ByValue bytes(const void* p, size_t n);
@@ -60,6 +69,26 @@ ByValue bytes(const T& v) {
   static_assert(std::is_trivially_copyable_v<T>, "encore::bytes: the value must be trivially copyable");
   static_assert(!std::is_pointer_v<T>, "encore::bytes: pass the value, not a pointer to it (or bytes(ptr, size))");
   return bytes(static_cast<const void*>(&v), sizeof(T));
+}
+
+// The per-call form: a by-value argument whose bytes are read, on every replay, from a host input
+// (a std::span<const T> argument of the TinyJit call, Capture::add_host_input): a struct of
+// per-frame parameters, a float4 that changes every step. A capture records the host input's slot,
+// the byte offset and the size; each replay passes that call's bytes (no allocation), and the
+// capture check compares that place, not the value. `n` bytes at byte `offset` of `host` (by
+// default the rest of it); ArgumentError when they lie outside it, and JitError at capture when
+// `host` is not a host input of that capture (a copy of one would be frozen).
+//   auto step = [&](const Buffer& x, std::span<const Params> p) { dev.launch(k, {n}, {}, x, encore::bytes_from(p)); return x; };
+//   jit(x, std::span<const Params>(&params, 1));   // params may change before every call
+// A plain encore::bytes(p[0]) of a host input's element is per-call too (a capture finds the host
+// input by its address, as a copyin from a span is found).
+ENCORE_API ByValue bytes_from(const void* p, size_t n);
+template <class T>
+ByValue bytes_from(std::span<const T> host, size_t offset = 0, size_t n = SIZE_MAX) {
+  static_assert(std::is_trivially_copyable_v<T>, "encore::bytes_from: the host input's elements must be trivially copyable");
+  const size_t total = host.size_bytes();
+  if (offset > total || (n != SIZE_MAX && n > total - offset)) detail::bytes_outside(offset, n, total);
+  return bytes_from(reinterpret_cast<const unsigned char*>(host.data()) + offset, n == SIZE_MAX ? total - offset : n);
 }
 
 // One kernel argument as given to Device::launch.
@@ -78,13 +107,19 @@ struct ENCORE_API Arg {
   // (set by Variable::as) keeps the type given: it must be the parameter's.
   bool exact = false;
   std::shared_ptr<const std::vector<unsigned char>> value;  // bytes: the by-value argument
+  // bytes from a host input (bytes_from, or bytes of memory inside one; set by a capture): its
+  // slot and the byte offset into it; replay passes that slot's bytes bound then. -1: `value`.
+  int32_t host_slot = -1;
+  uint64_t host_offset = 0;
+  const void* src = nullptr;  // ByValue::src, read only while the launch is made
+  bool per_call = false;      // ByValue::per_call
 
   Arg(const Buffer& b) : kind(Kind::buffer), buf(b) {}  // NOLINT
   Arg(const BufferArg& b) : kind(Kind::buffer), buf(b.buf), access(b.access) {}  // NOLINT
   Arg(const Variable& v);  // NOLINT: an integer parameter's type for integer variables, its own type for float ones
   Arg(const Variable::As& v) : kind(Kind::variable), dtype(v.type), var(v.var), exact(true) {}  // NOLINT
   Arg(LocalMem l) : kind(Kind::local), local_bytes(l.bytes) {}  // NOLINT
-  Arg(ByValue b) : kind(Kind::bytes), value(std::move(b.data)) {}  // NOLINT
+  Arg(ByValue b) : kind(Kind::bytes), value(std::move(b.data)), src(b.src), per_call(b.per_call) {}  // NOLINT
   // Any value with a dtype: every integral type (bool, char, long long, size_t, ...), float,
   // double, encore::half, encore::bfloat16.
   template <class T, class = std::enable_if_t<has_dtype<T>>>

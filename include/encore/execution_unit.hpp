@@ -140,8 +140,8 @@ class ENCORE_API ExecutionUnit {
   ExecutionUnit& bind_var_f(size_t slot, double value);
   ExecutionUnit& bind(const BoundVar& v);
   // Host inputs (Capture::add_host_input; a TinyJit's span arguments): the bytes the next runs
-  // upload where the capture copied in from host input `slot`, exactly as many as at capture
-  // (JitError otherwise). A run copies them while it enqueues (into staging made at bind, one copy
+  // upload where the capture copied in from host input `slot`, and pass as by-value arguments made
+  // from it (encore::bytes_from), exactly as many as at capture (JitError otherwise). A run copies them while it enqueues (into staging made at bind, one copy
   // per replay in flight; a unit with max_in_flight 0 uploads them blocking), so they may change
   // or go once run returns; bind again before a run that must see other bytes, and never let a run
   // see freed ones. Until bound, a slot holds the bytes seen at capture.
@@ -194,8 +194,9 @@ class ENCORE_API Capture {
   size_t add_input(const Buffer& b);   // returns the input's slot
   // A host input, returns its slot: a copyin issued after this whose source lies inside these
   // bytes is replayed from the bytes bound to the slot (ExecutionUnit::bind_host_input), not from a
-  // snapshot. The bytes must stay alive until end(), which keeps a copy as the slot's first binding.
-  // Any other copyin is replayed with the bytes it had at capture.
+  // snapshot; so is a by-value argument made from bytes inside them (encore::bytes_from). The bytes
+  // must stay alive until end(), which keeps a copy as the slot's first binding. Any other copyin
+  // or by-value argument is replayed with the bytes it had at capture.
   size_t add_host_input(const void* data, size_t bytes);
   template <class T> size_t add_host_input(std::span<const T> s) { return add_host_input(s.data(), s.size_bytes()); }
   void add_output(const Buffer& b);

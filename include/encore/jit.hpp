@@ -41,8 +41,15 @@
 //     ...
 //   });
 //   step(x, std::span<const int>(indices));
+// A span of trivially copyable structs is a host input too (counted in bytes in the signature):
+// a by-value kernel argument made from it with encore::bytes_from (or encore::bytes of one of its
+// elements) passes each call's bytes on replay, the per-call form of a struct parameter:
+//   auto step = encore::TinyJit([&](encore::Buffer x, std::span<const Params> p) {
+//     dev.launch(k, {n}, {}, x, encore::bytes_from(p));   // replayed with each call's *p
+//   });
+//   step(x, std::span<const Params>(&params, 1));
 // Any other copyin is frozen: replay uploads the bytes it had at capture (from a closure vector, or
-// a host copy of the span). A std::vector<float> argument is no host input: its elements are scalar
+// a host copy of the span), and so is any other by-value argument. A std::vector<float> argument is no host input: its elements are scalar
 // arguments, which must keep their captured values. The capture check reports a copyin whose bytes
 // or source differ between calls 0 and 1.
 //
@@ -172,7 +179,11 @@ template <class T> struct is_std_span : std::false_type {};
 template <class T, size_t N> struct is_std_span<std::span<T, N>> : std::true_type {};
 // A span of host numbers: a host input (TinyJit's header comment).
 template <class T> struct is_host_span : std::false_type {};
-template <class T, size_t N> struct is_host_span<std::span<T, N>> : std::bool_constant<std::is_arithmetic_v<std::remove_cv_t<T>>> {};
+// a struct of plain bytes (per-call parameters for encore::bytes_from; never a Buffer or a BoundVar)
+template <class T>
+inline constexpr bool is_host_struct = std::is_class_v<T> && std::is_trivially_copyable_v<T> && !std::is_same_v<T, Key> && !is_std_span<T>::value;
+template <class T, size_t N>
+struct is_host_span<std::span<T, N>> : std::bool_constant<std::is_arithmetic_v<std::remove_cv_t<T>> || is_host_struct<std::remove_cv_t<T>>> {};
 template <class T> struct is_tuple_like : std::false_type {};
 template <class... T> struct is_tuple_like<std::tuple<T...>> : std::true_type {};
 template <class A, class B> struct is_tuple_like<std::pair<A, B>> : std::true_type {};
@@ -186,7 +197,9 @@ template <class T> void flatten(CallArgs& out, const T& v) {
   } else if constexpr (std::is_same_v<U, Key>) {
     out.keys.push_back(v.value);
   } else if constexpr (is_host_span<U>::value) {
-    out.hosts.push_back(HostSpan{v.data(), v.size(), static_cast<uint8_t>(sizeof(typename U::element_type))});
+    using E = std::remove_cv_t<typename U::element_type>;
+    if constexpr (std::is_arithmetic_v<E>) out.hosts.push_back(HostSpan{v.data(), v.size(), static_cast<uint8_t>(sizeof(E))});
+    else out.hosts.push_back(HostSpan{v.data(), v.size_bytes(), 1});  // structs: counted in bytes
   } else if constexpr (is_std_vector<U>::value || is_std_array<U>::value || is_std_span<U>::value) {
     for (const auto& e : v) flatten(out, e);
   } else if constexpr (is_tuple_like<U>::value) {

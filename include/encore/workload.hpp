@@ -104,7 +104,8 @@ struct ArgSpec {
   uint64_t bits = 0;                    // scalar value, little-endian in the low bytes
   int variable = -1;                    // variable
   size_t local_bytes = 0;               // local
-  std::vector<unsigned char> bytes;     // bytes: a by-value vector or struct ({"bytes": "<hex>"})
+  std::vector<unsigned char> bytes;     // bytes: a by-value vector or struct ({"bytes": "<hex>"}; per call: entry 0)
+  std::vector<std::vector<unsigned char>> per_call;  // {"bytes": ["<hex>", ...]}: call i passes per_call[i % size] (a host input)
 };
 
 struct ItemSpec {

@@ -284,16 +284,18 @@ Arg to_arg(const encore_arg& a, size_t i) {
     }
     case ENCORE_ARG_LOCAL_BYTES: return Arg(LocalMem{a.value.local_bytes});
     case ENCORE_ARG_BYTES:
+    case ENCORE_ARG_BYTES_FROM:
       // checked before a byte is read: a stale or garbage size would read past the caller's value
       if (a.value.bytes.size == 0 || a.value.bytes.size > kMaxByValueBytes)
         fail(ENCORE_ERROR_INVALID_ARGUMENT, what() + ".value.bytes.size: expected 1 to " + std::to_string(kMaxByValueBytes) +
                                                 " bytes (a by-value vector or struct), found " + std::to_string(a.value.bytes.size));
       need(a.value.bytes.data, (what() + ".value.bytes.data").c_str());
-      return Arg(encore::bytes(a.value.bytes.data, a.value.bytes.size));
+      return Arg(kind == ENCORE_ARG_BYTES ? encore::bytes(a.value.bytes.data, a.value.bytes.size)
+                                          : encore::bytes_from(a.value.bytes.data, a.value.bytes.size));
     default: break;
   }
   fail(ENCORE_ERROR_INVALID_ARGUMENT, what() + ".kind: expected an encore_arg_kind (ENCORE_ARG_BUFFER .. "
-                                             "ENCORE_ARG_BYTES), found " + std::to_string(kind));
+                                             "ENCORE_ARG_BYTES_FROM), found " + std::to_string(kind));
 }
 
 namespace {
@@ -313,12 +315,14 @@ void check_dims(size_t dims) {
 // A by-value argument's size against its parameter's, where the kernel's source tells it, before
 // its bytes are read: value.bytes.size is a field a caller may leave stale.
 void check_bytes_size(const Kernel& k, const encore_arg& a, size_t i) {
-  if (enum_bits(a.kind) != ENCORE_ARG_BYTES || i >= k.params().size()) return;
+  const int32_t kind = enum_bits(a.kind);
+  if ((kind != ENCORE_ARG_BYTES && kind != ENCORE_ARG_BYTES_FROM) || i >= k.params().size()) return;
+  const char* maker = kind == ENCORE_ARG_BYTES ? "encore_arg_bytes" : "encore_arg_bytes_from";
   const KernelParam& p = k.params()[i];
   const std::string where = "args[" + std::to_string(i) + "]: kernel " + k.name() + " argument " + std::to_string(i) + " (" +
                             p.type_name + " " + p.name + ")";
   if (p.is_pointer)
-    fail(ENCORE_ERROR_INVALID_ARGUMENT, where + ": expected a buffer (encore_arg_buffer), found encore_arg_bytes");
+    fail(ENCORE_ERROR_INVALID_ARGUMENT, where + ": expected a buffer (encore_arg_buffer), found " + maker);
   if (p.value_bytes && a.value.bytes.size != p.value_bytes)
     fail(ENCORE_ERROR_INVALID_ARGUMENT,
          where + ": expected " + std::to_string(p.value_bytes) + " bytes (sizeof(" + p.type_name + ") in OpenCL C" +

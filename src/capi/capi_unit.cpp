@@ -309,6 +309,15 @@ encore_status encore_capture_add_input(encore_capture cap, encore_buffer buf, si
   });
 }
 
+encore_status encore_capture_add_host_input(encore_capture cap, const void* data, size_t bytes, size_t* slot) {
+  return guard(__func__, [&] {
+    auto c = get<CaptureObj>(cap, "cap");
+    if (bytes) need(data, "data (with bytes > 0)");
+    size_t s = c->cap->add_host_input(data, bytes);
+    if (slot) *slot = s;
+  });
+}
+
 encore_status encore_capture_add_output(encore_capture cap, encore_buffer buf) {
   return guard(__func__, [&] {
     auto c = get<CaptureObj>(cap, "cap");
@@ -369,6 +378,16 @@ encore_status encore_unit_bind_input(encore_unit unit, size_t slot, encore_buffe
     auto u = get<UnitObj>(unit, "unit");
     check_slot(slot, u->unit.num_inputs(), "input");
     u->unit.bind_input(slot, get<BufferObj>(buf, "buf")->buf);
+  });
+}
+
+encore_status encore_unit_bind_host_input(encore_unit unit, size_t slot, const void* data, size_t bytes) {
+  return guard(__func__, [&] {
+    check_not_in_native("bind a unit's host inputs");
+    auto u = get<UnitObj>(unit, "unit");
+    check_slot(slot, u->unit.num_host_inputs(), "host input");
+    if (bytes) need(data, "data (with bytes > 0)");
+    u->unit.bind_host_input(slot, data, bytes);
   });
 }
 

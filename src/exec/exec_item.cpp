@@ -20,8 +20,24 @@ ByValue bytes(const void* p, size_t n) {
   if (n == 0) throw ArgumentError("encore::bytes: a by-value argument needs at least one byte");
   if (!p) throw ArgumentError("encore::bytes: null pointer for " + std::to_string(n) + " bytes");
   const auto* b = static_cast<const unsigned char*>(p);
-  return ByValue{std::make_shared<const std::vector<unsigned char>>(b, b + n)};
+  return ByValue{std::make_shared<const std::vector<unsigned char>>(b, b + n), p};
 }
+
+ByValue bytes_from(const void* p, size_t n) {
+  if (n == 0) throw ArgumentError("encore::bytes_from: a by-value argument needs at least one byte");
+  if (!p) throw ArgumentError("encore::bytes_from: null pointer for " + std::to_string(n) + " bytes");
+  ByValue v = bytes(p, n);
+  v.per_call = true;
+  return v;
+}
+
+namespace detail {
+void bytes_outside(size_t offset, size_t n, size_t total) {
+  throw ArgumentError("encore::bytes_from: " + (n == SIZE_MAX ? "byte offset " + std::to_string(offset) + " lies"
+                                                             : std::to_string(n) + " bytes at byte offset " + std::to_string(offset) + " lie") +
+                      " outside the host input's " + std::to_string(total) + " bytes");
+}
+}  // namespace detail
 
 Arg::Arg(const Variable& var_in) : kind(Kind::variable), var(var_in) {
   dtype = var_in.type() == VarType::f32 ? DType::f32 : var_in.type() == VarType::f64 ? DType::f64 : DType::i32;
@@ -55,7 +71,10 @@ std::string args_str(const std::vector<Arg>& args) {
       case Arg::Kind::variable: s += a.var->name(); break;
       case Arg::Kind::local: s += "local " + std::to_string(a.local_bytes) + "B"; break;
       case Arg::Kind::scalar: s += std::string(encore::name(a.dtype)) + " scalar"; break;
-      case Arg::Kind::bytes: s += std::to_string(a.value->size()) + " bytes by value"; break;
+      case Arg::Kind::bytes:
+        s += std::to_string(a.value->size()) + " bytes by value";
+        if (a.host_slot >= 0) s += " from host input " + std::to_string(a.host_slot) + " at byte " + std::to_string(a.host_offset);
+        break;
     }
   }
   return s + ")";

@@ -252,6 +252,7 @@ std::string same_iteration(const std::vector<ExecItem>& items, size_t a0, uint64
       const Arg &p = x.args[i], &q = y.args[i];
       bool same = p.kind == q.kind && p.bits == q.bits && p.dtype == q.dtype && p.local_bytes == q.local_bytes &&
                   (p.var ? q.var && p.var->state() == q.var->state() : !q.var) &&
+                  p.host_slot == q.host_slot && p.host_offset == q.host_offset &&
                   (p.value == q.value || (p.value && q.value && *p.value == *q.value));
       if (same && p.kind == Arg::Kind::buffer) same = same_buf(p.buf, q.buf);
       if (!same)

@@ -90,7 +90,15 @@ void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) 
       }
       case Arg::Kind::scalar: x.kernel->set_arg(ai, size(a.dtype), &a.bits); break;
       case Arg::Kind::local: x.kernel->set_local(ai, a.local_bytes); break;
-      case Arg::Kind::bytes: x.kernel->set_arg(ai, a.value->size(), a.value->data()); break;
+      case Arg::Kind::bytes:
+        if (a.host_slot >= 0) {
+          const HostArg h{x.kernel.get(), ai, static_cast<uint32_t>(a.host_slot), a.host_offset, a.value->size()};
+          x.kernel->set_arg(ai, h.n, c.u.host_now[h.slot] + h.off);
+          b.host_args.push_back(h);
+        } else {
+          x.kernel->set_arg(ai, a.value->size(), a.value->data());
+        }
+        break;
       case Arg::Kind::variable: {
         uint32_t v = st.var_ref[ai];
         uint64_t bits = var_arg_bits(*p.vars[v].state(), c.u.vars[v].i, c.u.vars[v].f, a.dtype);

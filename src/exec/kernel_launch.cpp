@@ -1,12 +1,13 @@
 // Device::launch: the arguments checked against the kernel's parameters (types, devices, sizes,
 // access), then run eagerly and recorded as a kernel item (src/exec/kernel_item.cpp).
 #include <algorithm>
+#include <cstring>
+#include <utility>
 #include <memory>
 
 #include "encore/device.hpp"
 #include "encore/error.hpp"
 #include "exec/access_check.hpp"
-#include "exec/recorder.hpp"
 #include "exec/enqueue.hpp"
 #include "exec/flow.hpp"
 #include "exec/kind.hpp"
@@ -88,6 +89,31 @@ static void zero_padding(Arg& a, const std::vector<std::pair<uint32_t, uint32_t>
   a.value = std::move(z);
 }
 
+// While a capture records: by-value bytes copied from inside one of its host inputs are recorded as
+// from it (slot, offset), so replay passes each call's bytes. By address, as a copyin from a span
+// is found, and only while the bytes there are still the ones copied (a value made earlier from
+// memory a host input now reuses stays a constant). bytes_from requires it.
+template <class Where> static void find_host_bytes(Arg& a, const Where& where) {
+  const void* src = std::exchange(a.src, nullptr);
+  a.host_slot = -1;  // a slot belongs to the capture that found it (an item submitted again is found afresh)
+  a.host_offset = 0;
+  Recorder* r = current_recorder();
+  if (!r || !src) return;
+  const size_t n = a.value->size();
+  const uintptr_t at = reinterpret_cast<uintptr_t>(src);
+  for (size_t k = 0; k < r->hosts.size(); ++k)
+    if (const uintptr_t h = reinterpret_cast<uintptr_t>(r->hosts[k].first), hn = r->hosts[k].second; at >= h && n <= hn && at - h <= hn - n) {
+      if (std::memcmp(src, a.value->data(), n) != 0) break;
+      a.host_slot = static_cast<int32_t>(k);
+      a.host_offset = at - h;
+      return;
+    }
+  if (a.per_call)
+    throw JitError(where() + ": encore::bytes_from names " + std::to_string(n) + " bytes that lie inside no host input of this capture (" +
+                   std::to_string(r->hosts.size()) + " host inputs): replay could only pass the bytes seen now. Pass the span the call "
+                   "was given (a std::span<const T> argument of the TinyJit call, Capture::add_host_input), or a part of it, not a copy");
+}
+
 void Device::launch_args(const Kernel& k, const Sizes& global, const Sizes& local, std::vector<Arg> args, std::string name,
                          Estimate estimate) const {
   if (!k) throw ArgumentError("launch: null kernel");
@@ -123,6 +149,7 @@ void Device::launch_args(const Kernel& k, const Sizes& global, const Sizes& loca
         throw ArgumentError(where(i) + ": a const/__constant parameter cannot be written (access " + encore::name(a.access) + ")");
     } else if (a.kind == Arg::Kind::bytes || p.by_value_aggregate()) {
       check_by_value(p, a, where(i));
+      if (a.kind == Arg::Kind::bytes) find_host_bytes(a, [&] { return where(i); });
       if (i < ki.sig->padding.size() && !ki.sig->padding[i].empty() && a.kind == Arg::Kind::bytes && a.value->size() == p.value_bytes)
         zero_padding(a, ki.sig->padding[i]);
     } else {

@@ -84,6 +84,8 @@ CallRecord summarize_call(const std::vector<ExecItem>& items, const std::vector<
       a.bits = x.kind == Arg::Kind::scalar ? x.bits : x.kind == Arg::Kind::local ? x.local_bytes : 0;
       a.var = x.var ? x.var->state() : nullptr;
       a.value = x.value;
+      a.host_slot = x.host_slot;
+      a.host_offset = x.host_offset;
       a.arg = ai;
       r.args.push_back(a);
     }
@@ -216,6 +218,12 @@ std::string bytes_str(const std::vector<unsigned char>& b) {
   return s + (b.size() > 32 ? "..." : "");
 }
 
+// Where a by-value argument's bytes come from, for a message.
+std::string bytes_place_str(const SeenArg& a) {
+  if (a.host_slot < 0) return bytes_str(*a.value) + " (a constant)";
+  return std::to_string(a.value->size()) + " bytes from host input " + std::to_string(a.host_slot) + " at byte offset " +
+         std::to_string(a.host_offset);
+}
 
 }  // namespace
 
@@ -227,7 +235,10 @@ const CheckWords kJitWords{
     "Replay would use call 1's buffer on every call. A buffer that changes between calls must be an input: pass it as an argument "
     "of the call (jit(buf, ...)).",
     "Replay would use call 1's value on every call. A value that changes between calls must be a Variable: launch with the "
-    "Variable and pass it bound to each call (jit(..., v.bind(value)))."};
+    "Variable and pass it bound to each call (jit(..., v.bind(value))).",
+    "Replay would use call 1's bytes on every call. A by-value struct or vector that changes between calls must come from a "
+    "host input: pass it to the call as a host span (a std::span<const T> argument) and launch with encore::bytes_from(span) "
+    "(or a part of it: bytes_from(span, offset, size)), which replays each call's bytes."};
 
 const CheckWords kCaptureWords{
     "Capture check", "the previous capture", "this capture", "this capture",
@@ -235,7 +246,11 @@ const CheckWords kCaptureWords{
     "Replay would use this capture's buffer on every run. A buffer that changes between runs must be an input: declare it with "
     "Capture::add_input (encore_capture_add_input) and bind it before each run.",
     "Replay would use this capture's value on every run. A value that changes between runs must be a Variable: launch with the "
-    "Variable and bind it before each run (ExecutionUnit::bind_var, encore_unit_bind_var)."};
+    "Variable and bind it before each run (ExecutionUnit::bind_var, encore_unit_bind_var).",
+    "Replay would use this capture's bytes on every run. A by-value struct or vector that changes between runs must come from a "
+    "host input: declare its memory with Capture::add_host_input (encore_capture_add_host_input), launch with "
+    "encore::bytes_from (encore_arg_bytes_from) of that memory, and bind each run's bytes "
+    "(ExecutionUnit::bind_host_input, encore_unit_bind_host_input)."};
 
 void check_same_step(const CallRecord& c0, const CallRecord& c1, const std::vector<ExecItem>& items1, const std::vector<Buffer>& outputs1,
                      const CheckWords& w) {
@@ -285,12 +300,11 @@ void check_same_step(const CallRecord& c0, const CallRecord& c1, const std::vect
                  "Variable \"" + y.var->name + "\" as " + std::string(name(y.dtype)), value_fix);
           break;
         case Arg::Kind::bytes:
-          // (padding is zeroed at launch where the layout is known: these are member bytes)
-          if (*x.value != *y.value)
-            fail(arg_name(k), bytes_str(*x.value), bytes_str(*y.value),
-                 "Replay would use the capture's bytes on every call, and a by-value struct or vector cannot be a Variable: pass "
-                 "the members that change as scalar parameters launched with Variables, or keep the value in a buffer passed as "
-                 "an input and take it as a __global const pointer.");
+          // from a host input: the place is compared (its bytes change call to call by design);
+          // otherwise the value (padding is zeroed at launch where the layout is known: member bytes)
+          if (x.host_slot != y.host_slot || x.host_offset != y.host_offset || x.value->size() != y.value->size())
+            fail(arg_name(k), bytes_place_str(x), bytes_place_str(y), w.bytes_fix);
+          if (x.host_slot < 0 && *x.value != *y.value) fail(arg_name(k), bytes_str(*x.value), bytes_str(*y.value), w.bytes_fix);
           break;
         case Arg::Kind::local:
           if (x.bits != y.bits)

@@ -52,6 +52,8 @@ struct SeenArg {
   const VarState* var = nullptr;  // variable
   uint32_t arg = 0;               // its place in the item (Operand::arg; the index in ExecItem::args)
   std::shared_ptr<const std::vector<unsigned char>> value;  // bytes: the by-value argument
+  int32_t host_slot = -1;         // bytes from a host input: its slot and byte offset (compared, not the value)
+  uint64_t host_offset = 0;
 };
 
 struct SeenItem {
@@ -81,7 +83,7 @@ CallRecord summarize_call(const std::vector<ExecItem>& items, const std::vector<
 // Capture and the one before it (Capture::check_against).
 struct CheckWords {
   const char *title, *a, *b, *b_long;  // "TinyJit capture check", "call 0", "call 1", "call 1 (the capture)"
-  const char *off_switch, *buffer_fix, *value_fix;
+  const char *off_switch, *buffer_fix, *value_fix, *bytes_fix;
 };
 extern const CheckWords kJitWords, kCaptureWords;
 

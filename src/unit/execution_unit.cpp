@@ -37,6 +37,12 @@ std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buf
     if (it.host_slot >= 0 && (static_cast<size_t>(it.host_slot) >= host_inputs.size() ||
                               it.host_offset + it.dst.nbytes() > host_inputs[static_cast<size_t>(it.host_slot)].size()))
       throw Error("internal error: an upload from host input " + std::to_string(it.host_slot) + " lies outside the host inputs");
+  for (const ExecItem& it : items)
+    for (const Arg& a : it.args)
+      if (a.kind == Arg::Kind::bytes && a.host_slot >= 0 &&
+          (static_cast<size_t>(a.host_slot) >= host_inputs.size() ||
+           a.host_offset + a.value->size() > host_inputs[static_cast<size_t>(a.host_slot)].size()))
+        throw Error("internal error: a by-value argument from host input " + std::to_string(a.host_slot) + " lies outside the host inputs");
   auto up = std::make_unique<UnitImpl>();
   up->arena_pool = std::move(pool);
   UnitImpl& u = *up;
@@ -362,8 +368,11 @@ ExecutionUnit ExecutionUnit::operator+(const ExecutionUnit& o) const {
   // bytes bound to it now may be gone
   std::vector<std::vector<unsigned char>> hosts = impl_->host_captured;
   hosts.insert(hosts.end(), o.impl_->host_captured.begin(), o.impl_->host_captured.end());
-  for (size_t i = a.items.size(); i < items.size(); ++i)
+  for (size_t i = a.items.size(); i < items.size(); ++i) {
     if (items[i].host_slot >= 0) items[i].host_slot += static_cast<int32_t>(impl_->host_captured.size());
+    for (Arg& x : items[i].args)
+      if (x.kind == Arg::Kind::bytes && x.host_slot >= 0) x.host_slot += static_cast<int32_t>(impl_->host_captured.size());
+  }
   std::vector<Buffer> outputs = a.outputs;
   outputs.insert(outputs.end(), b.outputs.begin(), b.outputs.end());
   std::vector<BufferImpl*> internal = a.internal;

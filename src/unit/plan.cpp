@@ -22,6 +22,13 @@ template <class F> void for_each_buffer(const ExecItem& it, F&& f) {
   for (const Operand& o : ops) f(*o.buf);
 }
 
+// Some by-value argument comes from a host input (Arg::host_slot).
+bool host_bytes(const ExecItem& it) {
+  for (const Arg& a : it.args)
+    if (a.kind == Arg::Kind::bytes && a.host_slot >= 0) return true;
+  return false;
+}
+
 }  // namespace
 
 std::vector<BufferImpl*> find_internal(const std::vector<ExecItem>& items, uint64_t capture_id) {
@@ -188,9 +195,10 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
       if (u.entries[a.entry].kind == PlanEntry::Kind::input) touches_input = true;
     }
     // native work is opaque: never one-time (it may hold state of its own, or read the clock); an
-    // upload from a host input depends on the call like a buffer input
+    // upload from a host input, or a launch with by-value bytes from one, depends on the call like
+    // a buffer input
     // an item inside a branch alternative or a loop body runs only when its parent says so
-    pitems[i].volatile_ = touches_input || u.items[i].uses_variables() || kind_of(u.items[i]).opaque || u.items[i].host_slot >= 0 ||
+    pitems[i].volatile_ = touches_input || u.items[i].uses_variables() || kind_of(u.items[i]).opaque || u.items[i].host_slot >= 0 || host_bytes(u.items[i]) ||
                           (u.flow && shape.parent[i] >= 0);
   }
   if (opt.prune) {

@@ -263,6 +263,8 @@ void run_unit(UnitImpl& u, OwnedEvent* done) {
   if (!u.bound) bind_unit(u);
   if (!u.changed_slots.empty()) check_inputs(u);
   Binding& b = *u.bound;
+  // by-value arguments from host inputs: this call's bytes, set before anything is enqueued
+  for (const HostArg& h : b.host_args) h.kernel->set_arg(h.arg, h.n, u.host_now[h.slot] + h.off);
   // bounded work in flight: a group's first replay waits for the group in its slot, the one
   // in_flight_depth / in_flight_every groups back, so for every replay but the last
   // in_flight_depth - in_flight_every ones; only a group's last replay takes events

@@ -191,6 +191,14 @@ struct VarUse {
   uint32_t bound, arg;
   DType as;
 };
+// A by-value kernel argument passed from a host input's bytes (Arg::host_slot): set from that
+// slot's bytes bound now before each replay enqueues anything (OpenCL copies them at once).
+struct HostArg {
+  BackendKernel* kernel;
+  uint32_t arg, slot;
+  uint64_t off;
+  size_t n;
+};
 
 // One replay's cross-device events (plan.sync's slots: markers, peer copies' own events), owned and
 // released together when the replay ends. Raw pointers by slot, so a backend call sets a slot
@@ -247,6 +255,7 @@ struct Binding {
   uint32_t n_replay = 0;
   std::vector<std::vector<VarUse>> var_args;    // per variable: kernel arguments
   std::vector<std::vector<uint32_t>> var_sizes; // per variable: items whose sizes use it
+  std::vector<HostArg> host_args;               // by-value arguments from host inputs
   std::vector<std::unique_ptr<unsigned char[]>> staging;
   std::vector<NativeMem*> native_mems;          // native items' buffers (sized once: items point into it)
   std::vector<std::unique_ptr<FlowBound>> flows; // host, branch and loop items

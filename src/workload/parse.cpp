@@ -452,14 +452,34 @@ struct Parser {
       o.done("var, as");
     } else if (o.has("bytes")) {
       a.kind = ArgSpec::Kind::bytes;
-      const std::string& h = as_string(o.req("bytes"), o.at("bytes"));
-      auto nibble = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1; };
-      if (h.empty() || h.size() % 2 != 0)
-        fail(o.at("bytes"), "expected an even number of hex digits (two per byte, in memory order), got " + std::to_string(h.size()));
-      for (size_t k = 0; k < h.size(); k += 2) {
-        const int hi = nibble(h[k]), lo = nibble(h[k + 1]);
-        if (hi < 0 || lo < 0) fail(o.at("bytes"), "expected hex digits, got " + quote(h.substr(k, 2)) + " at character " + std::to_string(k));
-        a.bytes.push_back(static_cast<unsigned char>(hi * 16 + lo));
+      auto hex = [&](const JNode& node, const std::string& at) {
+        const std::string& h = as_string(node, at);
+        auto nibble = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1; };
+        if (h.empty() || h.size() % 2 != 0)
+          fail(at, "expected an even number of hex digits (two per byte, in memory order), got " + std::to_string(h.size()));
+        std::vector<unsigned char> v;
+        v.reserve(h.size() / 2);
+        for (size_t k = 0; k < h.size(); k += 2) {
+          const int hi = nibble(h[k]), lo = nibble(h[k + 1]);
+          if (hi < 0 || lo < 0) fail(at, "expected hex digits, got " + quote(h.substr(k, 2)) + " at character " + std::to_string(k));
+          v.push_back(static_cast<unsigned char>(hi * 16 + lo));
+        }
+        return v;
+      };
+      const JNode& bn = o.req("bytes");
+      if (bn.kind == JNode::Kind::array) {
+        // the per-call form: call i passes entry i % len (replayed from a host input of the call)
+        if (bn.elems.empty()) fail(o.at("bytes"), "needs at least one value (a hex string per call)");
+        for (size_t k = 0; k < bn.elems.size(); ++k) {
+          const std::string at = index(o.at("bytes"), k);
+          a.per_call.push_back(hex(bn.elems[k], at));
+          if (a.per_call.back().size() != a.per_call[0].size())
+            fail(at, "has " + std::to_string(a.per_call.back().size()) + " bytes, entry 0 " + std::to_string(a.per_call[0].size()) +
+                         " (every call's value has the parameter's size)");
+        }
+        a.bytes = a.per_call[0];
+      } else {
+        a.bytes = hex(bn, o.at("bytes"));
       }
       o.done("bytes");
     } else if (o.has("local")) {
@@ -473,7 +493,7 @@ struct Parser {
       int found = 0;
       for (const char* k : kinds) found += o.has(k);
       if (found != 1 || n.members.size() != 1)
-        fail(path, "unknown argument form (a buffer name, {\"buf\": ...}, {\"var\": ...}, {\"local\": bytes}, {\"bytes\": \"<hex>\"}, or one scalar: "
+        fail(path, "unknown argument form (a buffer name, {\"buf\": ...}, {\"var\": ...}, {\"local\": bytes}, {\"bytes\": \"<hex>\" or [\"<hex>\", ...]}, or one scalar: "
                    "{\"i8\"|\"i16\"|\"i32\"|\"i64\"|\"u8\"|\"u16\"|\"u32\"|\"u64\"|\"f32\"|\"f64\": value})");
       const std::string& key = n.members[0].first;
       const JNode& v = *o.opt(key);

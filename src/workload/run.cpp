@@ -7,6 +7,7 @@
 #include <fstream>
 #include <memory>
 #include <new>
+#include <span>
 #include <unistd.h>
 
 #include "workload/reader.hpp"
@@ -76,6 +77,7 @@ class Runner {
       if (it.kind == ItemSpec::Kind::copy) {
         used_buf[it.src] = used_buf[it.dst] = true;
         templates_.emplace_back();
+        host_off_.emplace_back();
         globals_.emplace_back();
         locals_.emplace_back();
         continue;
@@ -93,6 +95,7 @@ class Runner {
       globals_.push_back(sizes(it.global));
       locals_.push_back(sizes(it.local));
       std::vector<Arg> args;
+      host_off_.emplace_back(it.args.size(), -1);
       for (const ArgSpec& a : it.args) switch (a.kind) {
           case ArgSpec::Kind::buffer:
             used_buf[a.buffer] = true;
@@ -110,7 +113,13 @@ class Runner {
             args.emplace_back(a.as_given ? Arg(vars_[a.variable].as(a.dtype)) : Arg(vars_[a.variable]));
             break;
           case ArgSpec::Kind::local: args.emplace_back(LocalMem{a.local_bytes}); break;
-          case ArgSpec::Kind::bytes: args.emplace_back(encore::bytes(a.bytes.data(), a.bytes.size())); break;
+          case ArgSpec::Kind::bytes:
+            if (!a.per_call.empty()) {  // its place in the call's host input
+              host_off_.back()[args.size()] = static_cast<int64_t>(host_.size());
+              host_.resize(host_.size() + a.bytes.size());
+            }
+            args.emplace_back(encore::bytes(a.bytes.data(), a.bytes.size()));
+            break;
         }
       templates_.push_back(std::move(args));
     }
@@ -170,10 +179,24 @@ class Runner {
     return out;
   }
 
+  // Call i's per-call by-value bytes ({"bytes": [...]}), laid out in one host input: none (no
+  // host input at all) when the file has no such argument. The same memory every call.
+  std::vector<std::span<const unsigned char>> host(size_t i) const {
+    if (host_.empty()) return {};
+    for (size_t t = 0; t < w_.step.size(); ++t)
+      for (size_t j = 0; j < host_off_[t].size(); ++j)
+        if (host_off_[t][j] >= 0) {
+          const auto& v = w_.step[t].args[j].per_call;
+          const auto& b = v[i % v.size()];
+          std::copy(b.begin(), b.end(), host_.begin() + host_off_[t][j]);
+        }
+    return {std::span<const unsigned char>(host_)};
+  }
+
   // The step function: what a program would write by hand. Temps and outputs are created at their
   // first use each call; state and const buffers come from the world (the closure); inputs are
   // the arguments.
-  std::vector<Buffer> step(const World& world, const std::vector<Buffer>& inputs) const {
+  std::vector<Buffer> step(const World& world, const std::vector<Buffer>& inputs, const std::vector<std::span<const unsigned char>>& host) const {
     std::vector<Buffer> bufs = world.resident;
     for (size_t k = 0; k < inputs_.size(); ++k) bufs[inputs_[k]] = inputs[k];
     auto get = [&](int b) -> const Buffer& {
@@ -190,6 +213,8 @@ class Runner {
       std::vector<Arg> args = templates_[i];
       for (size_t j = 0; j < it.args.size(); ++j) {
         const ArgSpec& a = it.args[j];
+        if (host_off_[i][j] >= 0)  // the per-call form: bytes of the call's host input
+          args[j] = encore::bytes_from(host.at(0), static_cast<size_t>(host_off_[i][j]), a.bytes.size());
         if (a.kind != ArgSpec::Kind::buffer) continue;
         const Buffer& b = get(a.buffer);
         args[j].buf = a.view ? b.view(a.offset, a.count) : b;
@@ -213,6 +238,8 @@ class Runner {
   std::vector<Variable> vars_;
   std::vector<int> used_vars_, inputs_, outputs_;
   std::vector<std::vector<Arg>> templates_;
+  std::vector<std::vector<int64_t>> host_off_;  // per item, per argument: its byte offset in host_, or -1
+  mutable std::vector<unsigned char> host_;     // the per-call bytes of the call being made
   std::vector<Sizes> globals_, locals_;
 };
 
@@ -312,14 +339,15 @@ Report run(const Workload& w, const Device& dev, const RunOptions& opt) {
   for (size_t i = 0; i < n; ++i) {
     progress.show("eager", static_cast<int>(i), opt.calls);
     runners[i % K]->bind(i);
-    for (const Buffer& b : runners[i % K]->step(ew, inputs(ew, i)))
+    for (const Buffer& b : runners[i % K]->step(ew, inputs(ew, i), runners[i % K]->host(i)))
       if (compared) expect[i].push_back(read_back(b));
   }
 
   // 2. the same calls through TinyJit, from the same initial state
   World jw = make_world();
   size_t cur = 0;  // the shape set of the call in progress
-  auto fn = [&runners, &jw, &cur](const std::vector<Buffer>& ins, const std::vector<BoundVar>&) { return runners[cur]->step(jw, ins); };
+  auto fn = [&runners, &jw, &cur](const std::vector<Buffer>& ins, const std::vector<std::span<const unsigned char>>& host,
+                                  const std::vector<BoundVar>&) { return runners[cur]->step(jw, ins, host); };
   TinyJit jit(fn, opt.jit);
   std::vector<size_t> set_calls(K, 0);
   std::vector<double> capture_ms(K, 0);
@@ -329,7 +357,7 @@ Report run(const Workload& w, const Device& dev, const RunOptions& opt) {
     std::vector<BoundVar> vals = runners[cur]->bind(i);
     const bool capturing = set_calls[cur]++ == 1;  // a set's second call captures its unit
     auto t0 = Clock::now();
-    std::vector<Buffer> outs = jit(inputs(jw, i), vals);
+    std::vector<Buffer> outs = jit(inputs(jw, i), runners[cur]->host(i), vals);
     if (capturing) {
       dev.synchronize();
       capture_ms[cur] = us_since(t0) / 1000;
@@ -374,7 +402,7 @@ Report run(const Workload& w, const Device& dev, const RunOptions& opt) {
     size_t i = n + static_cast<size_t>(k);
     runners[i % K]->bind(i);
     auto t0 = Clock::now();
-    std::vector<Buffer> outs = runners[i % K]->step(ew, inputs(ew, i));
+    std::vector<Buffer> outs = runners[i % K]->step(ew, inputs(ew, i), runners[i % K]->host(i));
     dev.synchronize();
     if (k >= warmup) te[i % K].push_back(us_since(t0)), te_all.push_back(te[i % K].back());
   }
@@ -399,7 +427,7 @@ Report run(const Workload& w, const Device& dev, const RunOptions& opt) {
   r.items_replayed = r.items;
   // each set's unit, found by its inputs (the jit keys its units by them)
   for (size_t k = 0; k < K; ++k) {
-    const ExecutionUnit* u = jit.unit_for(jw.input_sets[k][0], runners[k]->bind(0));
+    const ExecutionUnit* u = jit.unit_for(jw.input_sets[k][0], runners[k]->host(0), runners[k]->bind(0));
     SetReport sr;
     if (K > 1) sr.shape = describe_set(w, k);
     sr.eager_step_us = median(te[k]);

@@ -276,13 +276,14 @@ class Saver {
               }
               case Arg::Kind::local: s += "{\"local\": " + std::to_string(a.local_bytes) + "}"; break;
               case Arg::Kind::bytes: {
+                // from a host input: the per-call form, with the bytes seen at capture as its one value
                 static const char* hex = "0123456789abcdef";
-                s += "{\"bytes\": \"";
+                s += a.host_slot >= 0 ? "{\"bytes\": [\"" : "{\"bytes\": \"";
                 for (unsigned char c : *a.value) {
                   s += hex[c >> 4];
                   s += hex[c & 15];
                 }
-                s += "\"}";
+                s += a.host_slot >= 0 ? "\"]}" : "\"}";
                 break;
               }
             }
