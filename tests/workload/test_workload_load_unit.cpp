@@ -225,3 +225,23 @@ TEST(LoadUnitNull, NoBinariesLoadsAndRuns) {
 TEST(LoadUnitNull, ShapesAreRefused) {
   EXPECT_THROW(wl::load_unit(encore::Device::open("NULL"), kData + "shapes.json"), encore::WorkloadError);
 }
+
+TEST(LoadUnitParse, BinaryEntryIsChecked) {
+  auto doc = [](const std::string& binary) {
+    return R"({"format": "encore.workload/1", "name": "b", "programs": {"p": {"source": "__kernel void k(__global float* x) {}", "binary": )" + binary +
+           R"(}}, "buffers": {"x": {"dtype": "f32", "count": 4, "role": "state"}}, "step": [{"launch": "p.k", "args": [{"buf": "x"}], "global": [4]}]})";
+  };
+  const wl::Workload w = wl::parse(doc(R"({"file": "p.clbin", "key": "k", "sum": "0123456789abcdef"})"), "/somewhere");
+  EXPECT_EQ(w.programs[0].binary_file, std::filesystem::path("/somewhere/p.clbin"));
+  EXPECT_EQ(w.programs[0].binary_key, "k");
+  try {
+    (void)wl::parse(doc(R"({"file": "p.clbin", "key": "k", "sum": "XYZ"})"));
+    ADD_FAILURE() << "a malformed sum was accepted";
+  } catch (const encore::WorkloadError& e) {
+    EXPECT_EQ(e.path(), "programs.p.binary.sum");
+  }
+  EXPECT_THROW((void)wl::parse(doc(R"({"file": "p.clbin", "key": "k", "sum": "0123456789abcdef", "extra": 1})")), encore::WorkloadError);
+  EXPECT_THROW((void)wl::parse(doc(R"({"file": "p.clbin", "sum": "0123456789abcdef"})")), encore::WorkloadError);
+  // a missing binary file falls back to the source (NULL: there is nothing to build anyway)
+  EXPECT_NO_THROW(wl::validate(w, encore::Device::open("NULL")));
+}
