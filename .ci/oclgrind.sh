@@ -46,6 +46,8 @@ DeviceCl.LaunchTheDriverRefusesThrowsOpenCLError
 ProgramCl.CompileErrorCarriesTheLog
 ProgramCl.CorruptEntriesRecompileWithAWarning
 ReaderPreprocessor.SizeCheckFailsTheBuildOnAWrongAnswer
+LoadUnitCl.BinaryTheDriverRejectsCompilesFromSource
+ProgramBinary.UsedOnlyWhereTheKeyFits
 '
 
 # gtest filters: what runs on Oclgrind

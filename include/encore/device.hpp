@@ -93,6 +93,19 @@ class ENCORE_API Device {
   template <class T> Buffer alloc(size_t count) const { return Buffer(*this, dtype_of<T>, count); }
 
   Program compile(const std::string& source, const std::string& options = "") const;
+  // A program built from a binary saved earlier (Program::binary and Program::binary_key), with no
+  // compile, where `key` equals binary_key(source, options) here and the driver accepts the bytes;
+  // otherwise compiled from source (compile(), its caches included) with an ENCORE_DEBUG=1 line
+  // saying why. Program::from_binary() tells which happened. A binary that fits another device,
+  // driver, option set or source is never used; bytes corrupted in a way the driver accepts are
+  // the caller's to catch (workload files carry a checksum).
+  //   encore::Program p = dev.compile_binary(src, "", saved_bytes, saved_key);
+  Program compile_binary(const std::string& source, const std::string& options, const std::vector<unsigned char>& binary,
+                         const std::string& key) const;
+  // The device name, driver and OpenCL version, the options, and a hash of the source and of every
+  // header it includes: what a saved binary must have been built for to be used here. Empty where
+  // an include cannot be followed (such a program is always compiled).
+  std::string binary_key(const std::string& source, const std::string& options = "") const;
 
   // Eager execution: builds an ExecItem and runs it at once (recorded when a capture is active).
   //   dev.launch(k, {n}, {}, x, y, 2.0f, encore::in(w), pos, encore::LocalMem{256});

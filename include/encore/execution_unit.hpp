@@ -87,6 +87,13 @@ struct CaptureOptions {
   // checked launch (and a second run of each launch with an out argument) at capture only; off:
   // claims are trusted.
   bool check_access = true;
+  // Record without running: the work issued during the capture is recorded only (nothing runs,
+  // nothing is compiled at launch), and the unit's first run runs every item, one-time ones
+  // included. For a step rebuilt from a description whose buffers already hold its state
+  // (workload::load_unit); the first run then gives what a replay after the capture would. A step
+  // with host items, branches or loops is refused at end() (JitError): those must run to be
+  // captured. Capture only: TinyJit's calls 0 and 1 must run (JitOptions::validate refuses it).
+  bool record_only = false;
   // Every combination is valid today; called wherever UnitOptions::validate is, so a bound added
   // to a later field is checked in the C++ and the C API alike.
   ENCORE_API void validate() const;

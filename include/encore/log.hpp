@@ -24,4 +24,9 @@ using LogSink = std::function<void(LogLevel, std::string_view)>;
 // Installs `sink` for every later message (an empty function restores the default).
 ENCORE_API void set_log_sink(LogSink sink);
 
+// Says `message` through encore's log, as encore's own messages are (the sink, or stderr where the
+// level is shown): for code built over encore, such as the workload harness.
+//   encore::log_message(encore::LogLevel::info, "frame.json: binary p0 not used (checksum)");
+ENCORE_API void log_message(LogLevel level, std::string_view message);
+
 }  // namespace encore

@@ -120,6 +120,13 @@ class ENCORE_API Program {
   std::vector<unsigned char> binary() const;
   // True when this program was loaded from the on-disk cache.
   bool from_disk_cache() const;
+  // True when this program was built from a binary given to Device::compile_binary.
+  bool from_binary() const;
+  // What a binary of this program fits: Device::binary_key(source(), options()). Saved with
+  // binary() (taken once the program's launches have run: on PoCL each launch configuration is
+  // compiled at its first launch and kept in the binary from then on), it lets a later process
+  // build the program without compiling (Device::compile_binary).
+  std::string binary_key() const;
   // Write the binary to the disk cache now (it is also re-written after new launch configurations
   // when the program is released).
   void save_cache() const;

@@ -18,6 +18,7 @@
 #include "encore/device.hpp"
 #include "encore/dtype.hpp"
 #include "encore/error.hpp"
+#include "encore/execution_unit.hpp"
 #include "encore/export.hpp"
 #include "encore/jit.hpp"
 #include "encore/program.hpp"
@@ -122,6 +123,10 @@ struct ItemSpec {
 struct ProgramSpec {
   std::string name, source, options;
   std::filesystem::path source_file;    // empty when given inline
+  // "binary" (save_workload writes it): the device binary, used instead of compiling where its key
+  // equals Device::binary_key(source, options) on the device and its bytes hash to `binary_sum`
+  std::filesystem::path binary_file;    // empty: none
+  std::string binary_key, binary_sum;   // binary_sum: 64-bit FNV-1a of the file's bytes, 16 hex digits
 };
 
 struct ENCORE_API Workload {
@@ -252,8 +257,55 @@ struct SaveOptions {
   std::string name;            // the workload's name; empty: the file's stem
   bool has_tolerance = false;  // write "tolerance" (rtol, atol)
   double rtol = 0, atol = 0;
+  // write each program's device binary as NAME.data/PROGRAM.clbin with its key and checksum
+  // (Program::binary after the queue drained, Program::binary_key), so load_unit and encore-bench
+  // build the programs without compiling on a device the key fits (none on NULL)
+  bool binaries = true;
 };
 ENCORE_API void save_workload(const ExecutionUnit& unit, const std::filesystem::path& path, const SaveOptions& opt = {});
+
+// A saved step loaded as a unit that replays at its first call: no compile where the saved binaries
+// fit the device (their key: device name, driver and OpenCL version, build options, source; and
+// their checksum), no warm-up call (the step is recorded without running, CaptureOptions::
+// record_only; the first run also runs the items a replay prunes, once). Engines load their frame
+// this way at start-up:
+//   encore::workload::LoadedUnit frame = encore::workload::load_unit(dev, "frame.json");
+//   frame.unit();                                      // the first call: a replay
+//   frame.unit.bind_input(0, next_input).bind_var(0, 17)();
+//   std::vector<float> out = frame.buffer("out").copyout<float>();
+// What it gives: the unit, with input slot k bound to buffers[k] (the first names: inputs in slot
+// order, holding the saved bytes), then the state and const buffers its items use (holding theirs),
+// then its outputs (written by each run, in place); temps are the unit's own. Variables keep their
+// saved values until bound (unit.variable(slot).name() is the saved name). A program whose binary
+// does not fit (another device or driver, edited options or source, a damaged or missing file) is
+// compiled from source instead, never used: from_source names it and ENCORE_DEBUG=1 says why.
+// WorkloadError for what the format or the device refuses, and for a file with "shapes"; JitError
+// for a step a record-only capture cannot hold.
+struct ENCORE_API LoadedUnit {
+  ExecutionUnit unit;
+  std::vector<std::string> names;        // per buffer: its name in the file
+  std::vector<Buffer> buffers;           // inputs (by slot), state and const, outputs
+  std::vector<std::string> from_source;  // programs compiled from source rather than from their binary
+  // The buffer of that name; ArgumentError listing the names when there is none.
+  Buffer buffer(std::string_view name) const;
+};
+ENCORE_API LoadedUnit load_unit(const Device& dev, const std::filesystem::path& file, const UnitOptions& opt = {});
+
+// `encore-bench start`: a new process's way to its first replayed step, timed: opening the device,
+// then either loading the saved unit (load_unit) or, with from_source, what a program does
+// (compile from source, TinyJit's warm-up and capture calls), then the first replay to completion.
+// After the timing, the calls made are run eagerly from the same initial state and compared.
+struct ENCORE_API StartReport {
+  std::string name, device, path;
+  bool from_source = false;
+  double open_ms = 0, build_ms = 0, first_ms = 0, total_ms = 0;  // total: from before opening the device
+  size_t programs = 0, compiled = 0;  // compiled: programs built from source
+  bool compared = true;               // false on NULL
+  uint64_t mismatches = 0;
+  std::string first_mismatch;
+  std::string table() const;
+};
+ENCORE_API StartReport start(const std::filesystem::path& file, const std::string& device, bool from_source);
 
 }  // namespace workload
 }  // namespace encore

@@ -122,6 +122,63 @@ Program Device::compile(const std::string& source, const std::string& options) c
   return Program(p);
 }
 
+// The key a saved binary must carry (Device::binary_key): the device's cache prefix (name, driver,
+// version), the options, and a hash of the source with every header it includes; empty where an
+// include cannot be followed (a header could then change unseen).
+static std::string binary_key_of(detail::DeviceImpl& d, const std::string& source, const std::string& options, const detail::Includes& inc) {
+  if (!inc.resolved) return {};
+  std::string prefix = d.cache_key_prefix();
+  for (size_t at; (at = prefix.find('\0')) != std::string::npos;) prefix.replace(at, 1, " | ");
+  const std::string body = source + '\0' + inc.contents;
+  return prefix + " | options: " + options + " | source: " + detail::hash_hex(body.data(), body.size());
+}
+
+std::string Device::binary_key(const std::string& source, const std::string& options) const {
+  return binary_key_of(*shared_impl(), source, options, detail::read_includes(source, options));
+}
+
+Program Device::compile_binary(const std::string& source, const std::string& options, const std::vector<unsigned char>& binary,
+                               const std::string& key) const {
+  detail::DeviceImpl& d = *shared_impl();
+  if (d.is_null()) return compile(source, options);  // nothing to build: the NULL device never has binaries
+  const detail::Includes inc = detail::read_includes(source, options);
+  auto from_source = [&](const std::string& why) {
+    detail::log(LogLevel::info, "saved binary not used, compiling from source: " + why);
+    return compile(source, options);
+  };
+  const std::string here = binary_key_of(d, source, options, inc);
+  if (here.empty()) return from_source(inc.why + ", so the key cannot tell an edited header");
+  if (binary.empty()) return from_source("the binary is empty");
+  if (key != here) return from_source("it was built for \"" + key + "\", this device and program need \"" + here + "\"");
+  auto mem_key = std::make_pair(source, options + std::string("\0includes\0", 10) + inc.contents);
+  {
+    std::lock_guard<std::mutex> lock(d.programs_mu);
+    if (auto it = d.programs.find(mem_key); it != d.programs.end())
+      if (auto live = it->second.lock()) return Program(live);  // built already in this process
+  }
+  // parameter types from the source, as for a compile (the spec does not promise argument info for
+  // a program made from a binary)
+  detail::SignatureRead read = detail::read_signatures(source, inc.texts, options, &inc.edges);
+  if (!read.ok()) return from_source(read.unreadable + ", and a program built from a binary takes its parameter types from the source");
+  auto p = std::make_shared<ProgramImpl>();
+  p->dev = shared_impl();
+  p->source = source;
+  p->options = options;
+  try {
+    detail::BuildResult r = d.build(source, options, &binary, &read.kernels);
+    p->backend = std::move(r.program);
+    p->kernels = std::move(r.kernels);
+  } catch (const Error& e) {
+    return from_source(std::string("the driver rejected it (") + e.what() + ")");
+  }
+  p->from_binary = true;
+  for (const std::string& note : detail::resolve_pointees(p->kernels, source, inc.texts, options, &inc.edges)) detail::log(LogLevel::info, note);
+  std::lock_guard<std::mutex> lock(d.programs_mu);
+  std::erase_if(d.programs, [](const auto& kv) { return kv.second.expired(); });
+  if (!d.programs.count(mem_key)) d.programs[std::move(mem_key)] = p;
+  return Program(p);
+}
+
 static ProgramImpl& need(const std::shared_ptr<ProgramImpl>& p) {
   if (!p) throw ArgumentError("use of a null Program");
   return *p;
@@ -131,6 +188,8 @@ Device Program::device() const { return Device(need(impl_).dev); }
 const std::string& Program::source() const { return need(impl_).source; }
 const std::string& Program::options() const { return need(impl_).options; }
 bool Program::from_disk_cache() const { return need(impl_).from_disk; }
+bool Program::from_binary() const { return need(impl_).from_binary; }
+std::string Program::binary_key() const { return device().binary_key(source(), options()); }
 void Program::save_cache() const { need(impl_).save(); }
 std::vector<unsigned char> Program::binary() const {
   ProgramImpl& p = need(impl_);

@@ -163,6 +163,12 @@ std::string cache_path(const std::string& dir, const std::string& key_text) {
   return dir + "/" + name;
 }
 
+std::string hash_hex(const void* data, size_t n) {
+  char text[20];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(fnv1a(static_cast<const char*>(data), n)));
+  return text;
+}
+
 std::optional<CacheEntry> cache_load(const std::string& path, const std::string& key_text) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return std::nullopt;  // a miss

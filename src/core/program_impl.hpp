@@ -18,6 +18,7 @@ struct ProgramImpl {
   std::vector<KernelSignature> kernels;
   std::string disk_path, disk_key;  // disk_path empty when the disk cache is off
   bool from_disk = false;
+  bool from_binary = false;  // built from a binary given to Device::compile_binary
   std::atomic<bool> dirty{false};  // new launch configuration since the binary was stored
   std::mutex mu;
 

@@ -24,6 +24,8 @@ void set_log_sink(LogSink s) {
   sink() = std::move(s);
 }
 
+void log_message(LogLevel level, std::string_view message) { detail::log(level, message); }
+
 namespace detail {
 
 void log(LogLevel level, std::string_view message) {

@@ -243,7 +243,9 @@ void bind_unit(UnitImpl& u) {
       for (const ItemAccess& a : p.access[b.items[bi].item]) {
         BufferImpl* storage = p.entries[a.entry].captured.impl()->root();
         auto [f, fresh] = index.emplace(storage, static_cast<uint32_t>(u.once_versions.size()));
-        if (fresh) u.once_versions.push_back({storage, storage->version.load(std::memory_order_acquire)});
+        // (~version: a value the storage does not have, so the first run finds it changed)
+        const uint64_t v = storage->version.load(std::memory_order_acquire);
+        if (fresh) u.once_versions.push_back({storage, u.once_unrun ? ~v : v});
         if (has(a.access, Access::out) && seen_w.insert(storage).second) u.once_written.push_back(f->second);
       }
     u.versions_taken = true;

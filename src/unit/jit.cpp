@@ -36,6 +36,9 @@ void JitOptions::validate() const {
   if (verify < 0) throw ArgumentError("JitOptions::verify: expected a count of replays to check, 0 or more, found " + std::to_string(verify));
   check_unit_options(unit, "JitOptions::unit.max_in_flight");
   capture.validate();
+  if (capture.record_only)
+    throw ArgumentError("JitOptions::capture.record_only: a TinyJit's warm-up and capture calls run the step, so they cannot record only "
+                        "(it is for an explicit Capture of a step described elsewhere)");
 }
 
 namespace detail {
@@ -95,6 +98,7 @@ struct Capture::State {
   std::shared_ptr<ArenaPool> pool;  // a TinyJit's shared arenas (null: the unit's own)
   const char* nothing_recorded = "Capture::end: no device work was issued on this thread during the capture";
   bool active = true;
+  bool record_only = false;  // CaptureOptions::record_only: nothing ran, the first run runs every item
   std::shared_ptr<const CallRecord> previous;  // Capture::check_against's recording
 };
 
@@ -115,6 +119,11 @@ struct CaptureAccess {
     std::vector<ExecItem> items = std::move(s.rec->items);
     if (items.empty()) throw JitError(s.nothing_recorded);
     if (check) (*check)(items, s.rec->id);
+    if (s.record_only)
+      for (const ExecItem& it : items)
+        if (it.kind == ItemKind::host || it.kind == ItemKind::branch || it.kind == ItemKind::loop)
+          throw JitError("Capture (record_only): " + it.describe() + " is a host item, branch or loop, which must run to be captured: "
+                         "capture this step with record_only off");
     // an explicit capture keeps its compact form for the next one to compare with
     std::shared_ptr<const CallRecord> recorded;
     if (!check) recorded = std::make_shared<const CallRecord>(summarize_call(items, s.inputs, s.outputs, s.rec->id));
@@ -125,6 +134,13 @@ struct CaptureAccess {
     ExecutionUnit u = UnitAccess::wrap(
         make_unit(std::move(items), s.inputs, s.outputs, s.opt, std::move(internal), {s.rec->id}, s.pool, std::move(hosts)));
     UnitImpl::of(u).recorded = std::move(recorded);
+    if (s.record_only) {
+      // nothing ran: the first run runs the one-time items too (versions taken from now on, or
+      // already at the bind make_unit did, read as changed)
+      UnitImpl& ui = UnitImpl::of(u);
+      ui.once_unrun = true;
+      for (auto& [r, ver] : ui.once_versions) ver = ~r->version.load(std::memory_order_acquire);
+    }
     return u;
   }
 };
@@ -445,6 +461,10 @@ Capture::Capture(UnitOptions unit, CaptureOptions capture) : s_(std::make_unique
   s_->opt = unit;
   s_->rec = start_recording(capture.allow_copyout);
   s_->rec->check_access = capture.check_access;
+  if (capture.record_only) {
+    s_->record_only = true;
+    s_->rec->dry = 1;  // the eager side records only, as for an alternative a branch does not take
+  }
 }
 
 // On the recording thread this stops the recording; on another thread it closes it, and the

@@ -319,6 +319,9 @@ struct UnitImpl {
   std::vector<std::pair<BufferImpl*, uint64_t>> once_versions;  // what one-time items read or write
   std::vector<uint32_t> once_written;    // indexes into once_versions of the storages they write
   bool versions_taken = false;           // at the first bind: later binds must still see writes since
+  // CaptureOptions::record_only: the one-time items never ran, so the first run runs them (their
+  // versions are taken as changed)
+  bool once_unrun = false;
   // The in-flight bound (UnitOptions' two bounds): at most in_flight_depth replays in flight, in
   // groups of in_flight_every consecutive replays (1 but for a short step). Only a group's last
   // replay takes events: per device, its last command's (its last kernel's own, or a marker), kept

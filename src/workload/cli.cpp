@@ -24,6 +24,7 @@ const char* kUsage =
     "                        [--no-prune] [--no-plan] [--json OUT.json] [--format encore|gbench]\n"
     "                        [--dump DIR] [--trace TRACE.json]\n"
     "       encore-bench check WORKLOAD.json|DIR... [--device CL|CL:N|NULL]\n"
+    "       encore-bench start WORKLOAD.json [--device CL|CL:N|NULL] [--from-source]\n"
     "A folder stands for its *.json files, in name order. Several workloads print one summary table.\n";
 
 // The workload files named on the command line, folders expanded to their *.json files.
@@ -65,6 +66,7 @@ int bench_main(int argc, const char* const* argv, const std::function<void(RunOp
       ("rotate", po::value<int>()->default_value(3), "input buffer sets, used in turn")
       ("no-prune", po::bool_switch(), "keep one-time items in replay")
       ("no-plan", po::bool_switch(), "do not plan temporaries into one arena")
+      ("from-source", po::bool_switch(), "start: compile and capture as a program does, rather than load the saved unit")
       ("json", po::value<std::string>(), "write the report as JSON to this file (- for stdout)")
       ("format", po::value<std::string>()->default_value("encore"),
        "--json format: encore (the report; an array for several workloads) or gbench (Google Benchmark JSON, for compare.py)")
@@ -90,8 +92,9 @@ int bench_main(int argc, const char* const* argv, const std::function<void(RunOp
     return 0;
   }
   std::string cmd = vm.count("command") ? vm["command"].as<std::string>() : "";
-  if ((cmd != "run" && cmd != "check") || !vm.count("workload")) {
-    std::cerr << (cmd.empty() || cmd == "run" || cmd == "check" ? "encore-bench: missing arguments\n" : "encore-bench: unknown command \"" + cmd + "\"\n")
+  const bool known = cmd == "run" || cmd == "check" || cmd == "start";
+  if (!known || !vm.count("workload")) {
+    std::cerr << (cmd.empty() || known ? "encore-bench: missing arguments\n" : "encore-bench: unknown command \"" + cmd + "\"\n")
               << kUsage;
     return 2;
   }
@@ -124,6 +127,21 @@ int bench_main(int argc, const char* const* argv, const std::function<void(RunOp
     return 2;
   }
   std::string file = files.size() == 1 ? files[0].string() : "";
+  if (cmd == "start") {
+    // a new process's time to its first replayed step (docs/performance.md, "Start-up")
+    if (files.size() != 1) {
+      std::cerr << "encore-bench: start takes one workload\n";
+      return 2;
+    }
+    try {
+      const StartReport r = start(files[0], vm["device"].as<std::string>(), vm["from-source"].as<bool>());
+      std::cout << r.table();
+      return r.mismatches ? 1 : 0;
+    } catch (const std::exception& e) {
+      std::cerr << "encore-bench: " << file << ": " << e.what() << "\n";
+      return 2;
+    }
+  }
   const std::string trace = vm.count("trace") ? vm["trace"].as<std::string>() : "";
   // device times in the trace need a profiling queue: asked for before the device opens
   if (!trace.empty()) setenv("ENCORE_PROFILING", "1", 0);

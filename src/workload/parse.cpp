@@ -117,7 +117,17 @@ struct Parser {
         s.source = read_file(s.source_file, po.at("source_file"));
       }
       if (const JNode* opt = po.opt("options")) s.options = as_string(*opt, po.at("options"));
-      po.done("source, source_file, options");
+      if (const JNode* bin = po.opt("binary")) {
+        // read when the program is built: a missing or unfit binary is compiled from source then
+        Obj bo(*bin, po.at("binary"));
+        s.binary_file = resolve(w.base_dir, as_string(bo.req("file"), bo.at("file")), root, bo.at("file"));
+        s.binary_key = as_string(bo.req("key"), bo.at("key"));
+        s.binary_sum = as_string(bo.req("sum"), bo.at("sum"));
+        if (s.binary_sum.size() != 16 || s.binary_sum.find_first_not_of("0123456789abcdef") != std::string::npos)
+          fail(bo.at("sum"), "expected 16 lowercase hex digits (the binary's 64-bit FNV-1a), got " + quote(s.binary_sum));
+        bo.done("file, key, sum");
+      }
+      po.done("source, source_file, options, binary");
       w.programs.push_back(std::move(s));
     }
   }

@@ -13,6 +13,7 @@
 #include <unordered_set>
 
 #include "encore/workload.hpp"
+#include "workload/binary.hpp"
 #include "workload/reader.hpp"
 
 namespace encore::workload {
@@ -82,16 +83,18 @@ class Saver {
   Saver(const ExecutionUnit& unit, const SaveOptions& opt) : unit_(unit), opt_(opt) {}
 
   void save(const std::filesystem::path& path) {
+    std::string stem = path.stem().string();
+    if (stem.empty()) stem = "workload";
+    const std::filesystem::path dir = path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
+    const std::string data_rel = stem + ".data";
+    std::filesystem::create_directories(dir / data_rel);
+    dir_ = dir;
+    data_rel_ = data_rel;
     classify();
     std::string items = step();
     name_buffers();
     std::string vars = variables();
     items = resolve(items);
-    std::string stem = path.stem().string();
-    if (stem.empty()) stem = "workload";
-    std::filesystem::path dir = path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
-    std::string data_rel = stem + ".data";
-    std::filesystem::create_directories(dir / data_rel);
     std::string buffers = buffer_section(dir, data_rel);
     std::string json = "{\n  \"format\": \"encore.workload/1\",\n  \"name\": " + quote(opt_.name.empty() ? stem : opt_.name) + ",\n";
     if (opt_.has_tolerance)
@@ -224,14 +227,31 @@ class Saver {
     Program p = k.program();
     auto key = std::make_pair(p.source(), p.options());
     auto [it, fresh] = program_names_.emplace(key, "p" + std::to_string(program_names_.size()));
-    if (fresh) add_program(it->second, p.source(), p.options());
+    if (fresh) add_program(it->second, p);
     return it->second;
   }
 
-  void add_program(const std::string& name, const std::string& source, const std::string& options) {
-    programs_ += std::string(programs_.empty() ? "" : ",") + "\n    " + quote(name) + ": {\"source\": " + quote(source);
-    if (!options.empty()) programs_ += ", \"options\": " + quote(options);
-    programs_ += "}";
+  void add_program(const std::string& name, const Program& p) {
+    programs_ += std::string(programs_.empty() ? "" : ",") + "\n    " + quote(name) + ": {\"source\": " + quote(p.source());
+    if (!p.options().empty()) programs_ += ", \"options\": " + quote(p.options());
+    programs_ += binary_json(name, p) + "}";
+  }
+
+  // The program's device binary beside the workload, with its key and checksum (nothing on NULL,
+  // or where the device has no binary or the program no key). Taken once the queue is drained: on
+  // PoCL a launch configuration joins the binary once its first launch has run.
+  std::string binary_json(const std::string& name, const Program& p) {
+    if (!opt_.binaries || p.device().is_null()) return "";
+    p.device().synchronize();
+    const std::vector<unsigned char> bytes = p.binary();
+    const std::string key = p.binary_key();
+    if (bytes.empty() || key.empty()) return "";
+    const std::string rel = data_rel_ + "/" + name + ".clbin";
+    std::ofstream f(dir_ / rel, std::ios::binary | std::ios::trunc);
+    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    f.close();
+    if (!f) throw Error("save_workload: cannot write " + (dir_ / rel).string());
+    return ", \"binary\": {\"file\": " + quote(rel) + ", \"key\": " + quote(key) + ", \"sum\": \"" + detail::binary_sum(bytes) + "\"}";
   }
 
   std::string copy_json(const Ref& dst, const Ref& src, const std::string& name, const std::string& path) {
@@ -242,7 +262,7 @@ class Saver {
     }
     if (!copy_program_) {
       copy_program_ = true;
-      add_program(kCopyProgram, kCopySource, "");
+      add_program(kCopyProgram, unit_.devices().front().compile(kCopySource));  // (its binary has no launch yet)
     }
     return std::string("{\"launch\": \"") + kCopyProgram + "." + kCopyKernel + "\", \"args\": [" + buf_arg(src, Access::in, detail::child(path, "src")) +
            ", " + buf_arg(dst, Access::out, detail::child(path, "dst")) + "], \"global\": [" + std::to_string(dst.bytes) + "]" + nm + "}";
@@ -438,6 +458,8 @@ class Saver {
   std::map<std::pair<std::string, std::string>, std::string> program_names_;
   std::string programs_;
   bool copy_program_ = false;
+  std::filesystem::path dir_;   // the workload file's folder
+  std::string data_rel_;        // its data folder, relative to dir_
   std::vector<std::string> var_names_;
   std::set<size_t> expr_slots_;  // variables named inside expression sizes
 

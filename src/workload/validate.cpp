@@ -3,6 +3,7 @@
 // const buffers are never written, no temp or output is read (access in) before an item has touched
 // it, and every output is written by some item (else its contents, and so the comparison, would be
 // undefined). A first access that may write (inout) counts as a write, as in a capture (DESIGN rule 2).
+#include "workload/binary.hpp"
 #include "workload/reader.hpp"
 
 namespace encore::workload {
@@ -60,11 +61,7 @@ Compiled validate(const Workload& w, const Device& dev) {
   Compiled c;
   for (const ProgramSpec& p : w.programs) {
     std::string path = child("programs", p.name);
-    try {
-      c.programs.push_back(dev.compile(p.source, p.options));
-    } catch (const CompileError& e) {
-      fail(path, std::string("does not compile: ") + e.what());  // what() carries the build log
-    }
+    c.programs.push_back(build_program(p, dev, path));  // from its saved binary where it has one that fits
   }
   const size_t align = dev.info().base_align_bytes;
   std::vector<bool> written(w.buffers.size(), false);
