@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/buffer_impl.hpp"
+#include "core/program_impl.hpp"
 #include "encore/error.hpp"
 #include "exec/eager.hpp"
 
