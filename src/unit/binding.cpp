@@ -113,11 +113,10 @@ Buffer ArenaPool::get(const std::shared_ptr<DeviceImpl>& dev, uint64_t bytes) {
   return arenas.back();
 }
 
-void bind_unit(UnitImpl& u) {
-  const Plan& p = u.plan;
-  auto bd = std::make_unique<Binding>();
-  Binding& b = *bd;
-  for (const Plan::Arena& a : p.arenas) {
+// Arenas: the plan's, from a TinyJit's pool where the unit has one (its units run one at a time,
+// so they share the bytes).
+static void bind_arenas(UnitImpl& u, Binding& b) {
+  for (const Plan::Arena& a : u.plan.arenas) {
     bool shared = u.arena_pool != nullptr;
     for (const Buffer& earlier : b.arenas) shared = shared && earlier.impl()->dev != a.dev;  // one pool arena per device and unit
     b.arenas.push_back(shared ? u.arena_pool->get(a.dev, std::max<uint64_t>(a.bytes, 1))
@@ -125,6 +124,11 @@ void bind_unit(UnitImpl& u) {
     b.arenas.back().impl()->ensure_allocated();
   }
   if (u.arena_pool) u.arena_gen = u.arena_pool->gen;
+}
+
+// The buffer every entry uses now: as captured, its place in the arena, or its input's (staged) bytes.
+static void bind_entries(UnitImpl& u, Binding& b) {
+  const Plan& p = u.plan;
   // Temps placed at the same bytes share one view: each view is a sub-buffer, and PoCL's cost per
   // enqueue grows with the number of sub-buffers of a parent.
   std::map<std::tuple<uint32_t, uint64_t, DType, size_t>, Buffer> views;
@@ -144,11 +148,35 @@ void bind_unit(UnitImpl& u) {
     }
     b.current[e].impl()->ensure_allocated();
   }
+}
+
+// A split-phase call's finish item, before step item `i` (n: at the end), sharing its begin's call.
+static void add_finishes(const Plan& p, Binding& b, const std::vector<uint32_t>& bound_of, uint32_t i) {
+  if (p.sync.finish_before.empty()) return;
+  for (uint32_t cidx : p.sync.finish_before[i]) {
+    if (bound_of[cidx] == UINT32_MAX) continue;  // never: native calls are not one-time
+    BoundItem& f = b.items.emplace_back();  // reserved: `from` stays valid
+    const BoundItem& from = b.items[bound_of[cidx]];
+    f.ops = from.ops;
+    f.replay = replay_finish;
+    f.item = cidx;  // its trace and debug line name the call; the re-run of one-time items keeps step order around it
+    f.dev = from.dev;
+    f.call = from.call;
+    f.mems = from.mems;
+    f.n = from.n;
+    f.split = from.split;
+    f.finishes = true;
+    ++b.n_replay;
+  }
+}
+
+// Every item bound by its kind: replayed items first, then one-time items, each in step order
+// (reserved: `x` stays valid), so the replay loop walks one range.
+static void bind_items(UnitImpl& u, Binding& b) {
+  const Plan& p = u.plan;
   b.uses.resize(p.entries.size());
   b.var_args.resize(p.vars.size());
   b.var_sizes.resize(p.vars.size());
-
-  // replayed items first, then one-time items, each in step order (reserved: `x` stays valid)
   const uint32_t n = static_cast<uint32_t>(p.items.size());
   size_t operands = 0;
   for (const PlanStep& st : p.steps) operands += st.ops.size();
@@ -157,28 +185,9 @@ void bind_unit(UnitImpl& u) {
   for (const auto& f : p.sync.finish_before) finishes += f.size();
   b.items.reserve(n + finishes);
   std::vector<uint32_t> bound_of(n, UINT32_MAX);
-  // a split-phase call's finish item, before step item `i` (n: at the end), sharing its begin's call
-  auto add_finishes = [&](uint32_t i) {
-    if (p.sync.finish_before.empty()) return;
-    for (uint32_t cidx : p.sync.finish_before[i]) {
-      if (bound_of[cidx] == UINT32_MAX) continue;  // never: native calls are not one-time
-      BoundItem& f = b.items.emplace_back();  // reserved: `from` stays valid
-      const BoundItem& from = b.items[bound_of[cidx]];
-      f.ops = from.ops;
-      f.replay = replay_finish;
-      f.item = cidx;  // its trace and debug line name the call; the re-run of one-time items keeps step order around it
-      f.dev = from.dev;
-      f.call = from.call;
-      f.mems = from.mems;
-      f.n = from.n;
-      f.split = from.split;
-      f.finishes = true;
-      ++b.n_replay;
-    }
-  };
   for (int pass = 0; pass < 2; ++pass) {
     for (uint32_t i = 0; i < n; ++i) {
-      if (pass == 0) add_finishes(i);
+      if (pass == 0) add_finishes(p, b, bound_of, i);
       if (p.one_time[i] != (pass == 1)) continue;
       bound_of[i] = static_cast<uint32_t>(b.items.size());
       const ExecItem& it = p.items[i];
@@ -192,13 +201,20 @@ void bind_unit(UnitImpl& u) {
       kind.bind(c, it, p.steps[i], x);
       b.n_replay += pass == 0;
     }
-    if (pass == 0) add_finishes(n);
+    if (pass == 0) add_finishes(p, b, bound_of, n);
   }
+}
+
+// Which entries some item takes as a handle (a sub-buffer for a view): point_entry makes one only there.
+static void mark_handles(const Plan& p, Binding& b) {
   b.takes_handle.assign(p.entries.size(), 0);
   for (uint32_t e = 0; e < p.entries.size(); ++e)
     for (const OperandUse& use : b.uses[e]) b.takes_handle[e] = b.takes_handle[e] || b.items[use.bound].ops->handles;
-  // the last replayed item on each device: when it has an event of its own (a kernel), that event
-  // completes the replay there (the queue is in order), so bounding work in flight costs no extra command
+}
+
+// The last replayed item on each device: when it has an event of its own (a kernel), that event
+// completes the replay there (the queue is in order), so bounding work in flight costs no extra command.
+static void find_ends(const Plan& p, Binding& b) {
   b.first_end = b.n_replay;
   for (size_t d = 0; d < p.devices.size(); ++d)
     for (uint32_t bi = b.n_replay; bi-- > 0;)
@@ -209,47 +225,69 @@ void bind_unit(UnitImpl& u) {
         }
         break;
       }
-  // cross-device order
-  if (p.sync.slots) {
-    size_t most = 0;
-    for (BoundItem& x : b.items) {
-      if (x.finishes) continue;  // a split-phase call's order between devices is its begin item's
-      const std::vector<uint32_t>& w = p.sync.waits[x.item];
-      x.signal = p.sync.signal[x.item];
-      x.wait_at = static_cast<uint32_t>(b.wait_slots.size());
-      x.wait_n = static_cast<uint32_t>(w.size());
-      b.wait_slots.insert(b.wait_slots.end(), w.begin(), w.end());
-      most = std::max(most, w.size());
-    }
-    for (const auto& e : p.sync.end) most = std::max(most, e.size());
-    std::vector<DeviceImpl*> slot_devices;
-    for (uint32_t d : p.sync.slot_device) slot_devices.push_back(p.devices[d].get());
-    b.events.init(std::move(slot_devices));
-    b.gather.assign(most, nullptr);
+}
+
+// Cross-device order: each item's marker and barrier slots, and the events and gather list sized
+// here, so the replay loop allocates none.
+static void bind_sync(const Plan& p, Binding& b) {
+  if (!p.sync.slots) return;
+  size_t most = 0;
+  for (BoundItem& x : b.items) {
+    if (x.finishes) continue;  // a split-phase call's order between devices is its begin item's
+    const std::vector<uint32_t>& w = p.sync.waits[x.item];
+    x.signal = p.sync.signal[x.item];
+    x.wait_at = static_cast<uint32_t>(b.wait_slots.size());
+    x.wait_n = static_cast<uint32_t>(w.size());
+    b.wait_slots.insert(b.wait_slots.end(), w.begin(), w.end());
+    most = std::max(most, w.size());
   }
-  // what a replay writes: storages of fixed and planned entries (each once), and input entries
+  for (const auto& e : p.sync.end) most = std::max(most, e.size());
+  std::vector<DeviceImpl*> slot_devices;
+  for (uint32_t d : p.sync.slot_device) slot_devices.push_back(p.devices[d].get());
+  b.events.init(std::move(slot_devices));
+  b.gather.assign(most, nullptr);
+}
+
+// What a replay writes: storages of fixed and planned entries (each once), and input entries.
+static void find_written(const Plan& p, Binding& b) {
   std::unordered_set<BufferImpl*> seen_roots;
   for (uint32_t e = 0; e < p.entries.size(); ++e) {
     if (!p.entries[e].written) continue;
     if (p.entries[e].kind == PlanEntry::Kind::input) b.written_entries.push_back(e);
     else if (BufferImpl* r = b.current[e].impl()->root(); seen_roots.insert(r).second) b.written_roots.push_back(r);
   }
-  // versions of what one-time items touch (fixed entries by construction), taken once: a rebind
-  // after free_intermediates must still see writes made since the capture
-  if (!u.versions_taken) {
-    std::unordered_map<BufferImpl*, uint32_t> index;
-    std::unordered_set<BufferImpl*> seen_w;
-    for (uint32_t bi = b.n_replay; bi < b.items.size(); ++bi)
-      for (const ItemAccess& a : p.access[b.items[bi].item]) {
-        BufferImpl* storage = p.entries[a.entry].captured.impl()->root();
-        auto [f, fresh] = index.emplace(storage, static_cast<uint32_t>(u.once_versions.size()));
-        // (~version: a value the storage does not have, so the first run finds it changed)
-        const uint64_t v = storage->version.load(std::memory_order_acquire);
-        if (fresh) u.once_versions.push_back({storage, u.once_unrun ? ~v : v});
-        if (has(a.access, Access::out) && seen_w.insert(storage).second) u.once_written.push_back(f->second);
-      }
-    u.versions_taken = true;
-  }
+}
+
+// Versions of what one-time items touch (fixed entries by construction), taken once: a rebind
+// after free_intermediates must still see writes made since the capture.
+static void take_versions(UnitImpl& u, const Binding& b) {
+  if (u.versions_taken) return;
+  const Plan& p = u.plan;
+  std::unordered_map<BufferImpl*, uint32_t> index;
+  std::unordered_set<BufferImpl*> seen_w;
+  for (uint32_t bi = b.n_replay; bi < b.items.size(); ++bi)
+    for (const ItemAccess& a : p.access[b.items[bi].item]) {
+      BufferImpl* storage = p.entries[a.entry].captured.impl()->root();
+      auto [f, fresh] = index.emplace(storage, static_cast<uint32_t>(u.once_versions.size()));
+      // (~version: a value the storage does not have, so the first run finds it changed)
+      const uint64_t v = storage->version.load(std::memory_order_acquire);
+      if (fresh) u.once_versions.push_back({storage, u.once_unrun ? ~v : v});
+      if (has(a.access, Access::out) && seen_w.insert(storage).second) u.once_written.push_back(f->second);
+    }
+  u.versions_taken = true;
+}
+
+void bind_unit(UnitImpl& u) {
+  auto bd = std::make_unique<Binding>();
+  Binding& b = *bd;
+  bind_arenas(u, b);
+  bind_entries(u, b);
+  bind_items(u, b);
+  mark_handles(u.plan, b);
+  find_ends(u.plan, b);
+  bind_sync(u.plan, b);
+  find_written(u.plan, b);
+  take_versions(u, b);
   bind_concurrent(u, b);
   u.bound = std::move(bd);
   u.rebind = false;
