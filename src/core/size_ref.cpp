@@ -69,6 +69,11 @@ int64_t eval_size(const SizeProgram& p, const std::vector<VarValue>& vals, const
   });
 }
 
+void affine_size_failed(const SizeRef& s, const std::vector<VarValue>& vals, const std::vector<Variable>& vars) {
+  const size_t k = static_cast<size_t>(s.var);
+  size_eval_failed(Size(vars[k], s.mul, s.add), [&](const Variable&) { return vals[k].i; });
+}
+
 void check_size_range(const Size& s, bool local, const std::string& where) {
   Size::Range r;
   try {

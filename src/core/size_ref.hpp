@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "encore/variable.hpp"
+#include "core/size_ops.hpp"
 #include "core/var_state.hpp"
 
 namespace encore::detail {
@@ -38,6 +39,21 @@ SizeProgram compile_size(const Size& s, const std::function<uint32_t(const Varia
 // The value under the slots' values; ArgumentError naming the expression and the values on an
 // overflow or a division by zero. Allocates nothing unless it fails.
 int64_t eval_size(const SizeProgram& p, const std::vector<VarValue>& vals, const std::vector<Variable>& vars);
+
+// Throws eval_size's ArgumentError for the affine `s`, whose value overflowed under `vals`.
+[[noreturn]] void affine_size_failed(const SizeRef& s, const std::vector<VarValue>& vals, const std::vector<Variable>& vars);
+
+// A unit's launch size under the slots' values, with the arithmetic of Size::eval (so an eager
+// launch and its replay agree on every value): the affine form inline, as it is the common one, an
+// expression by its program in `exprs`. Allocates nothing unless it fails.
+inline int64_t eval_size(const SizeRef& s, const std::vector<SizeProgram>& exprs, const std::vector<VarValue>& vals,
+                         const std::vector<Variable>& vars) {
+  if (s.expr >= 0) return eval_size(exprs[static_cast<size_t>(s.expr)], vals, vars);
+  if (s.var < 0) return s.add;
+  int64_t r;
+  if (!affine_value(s.mul, vals[static_cast<size_t>(s.var)].i, s.add, &r)) affine_size_failed(s, vals, vars);
+  return r;
+}
 
 // Capture-time check of a size that is not affine over its variables' ranges: JitError naming
 // `where` when it may overflow, divide by zero, be negative, or (a local size) be below 1.

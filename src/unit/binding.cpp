@@ -36,21 +36,11 @@ void point_entry(UnitImpl& u, uint32_t e, const Buffer& b) {
 // Overflow-checked, so a wrap to a small positive size cannot pass unnoticed. Sizes are resolved
 // here at bind and at every set_var, never in the replay loop: that loop needs no check.
 static int64_t eval(const Plan& p, const SizeRef& s, const std::vector<VarValue>& vars) {
-  if (s.expr >= 0) {
-    try {
-      return eval_size(p.size_exprs[static_cast<size_t>(s.expr)], vars, p.vars);
-    } catch (const ArgumentError& e) {
-      throw ArgumentError(std::string("replay launch: ") + e.what());
-    }
+  try {
+    return eval_size(s, p.size_exprs, vars, p.vars);
+  } catch (const ArgumentError& e) {
+    throw ArgumentError(std::string("replay launch: ") + e.what());
   }
-  if (s.var < 0) return s.add;
-  const int64_t v = vars[static_cast<size_t>(s.var)].i;
-  int64_t r;
-  if (__builtin_mul_overflow(s.mul, v, &r) || __builtin_add_overflow(r, s.add, &r))
-    throw ArgumentError("replay launch: size " + std::to_string(s.mul) + " * " + p.vars[static_cast<size_t>(s.var)].name() + " + " +
-                        std::to_string(s.add) + " overflows int64 for " + p.vars[static_cast<size_t>(s.var)].name() + " = " +
-                        std::to_string(v) + " (choose a smaller value or tighter variable bounds)");
-  return r;
 }
 
 void resolve_sizes(const Plan& p, const BoundItem& b, const std::vector<VarValue>& vars, LaunchDims& out) {
