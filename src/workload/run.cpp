@@ -101,11 +101,13 @@ std::vector<Compiled> validate_sets(const Workload& w, const Device& dev) {
   return cs;
 }
 
-Report run(const Workload& w, const Device& dev, const RunOptions& opt) {
+namespace {
+
+// The shape sets (one without "shapes"): one TinyJit runs them all, a unit per set, the calls
+// interleaved: call i runs set i % K with input rotation (i / K) % R.
+std::vector<const Workload*> shape_sets(const Workload& w, const RunOptions& opt) {
   if (opt.calls < 1) throw ArgumentError("calls must be at least 1");
   if (opt.rotate < 1) throw ArgumentError("rotate must be at least 1");
-  // The shape sets (one without "shapes"): one TinyJit runs them all, a unit per set, the calls
-  // interleaved: call i runs set i % K with input rotation (i / K) % R.
   std::vector<const Workload*> ws;
   if (w.sets.empty()) ws.push_back(&w);
   else
@@ -117,134 +119,174 @@ Report run(const Workload& w, const Device& dev, const RunOptions& opt) {
   if (K > 1 && opt.jit.enabled && K > opt.jit.max_units)
     throw ArgumentError(std::to_string(K) + " shape sets need a jit that keeps " + std::to_string(K) + " units; max_units is " +
                         std::to_string(opt.jit.max_units));
-  const std::vector<Compiled> cs = validate_sets(w, dev);
-  std::vector<std::unique_ptr<Runner>> runners;
-  for (size_t k = 0; k < K; ++k) runners.push_back(std::make_unique<Runner>(*ws[k], dev, cs[k], opt, k ? &runners[0]->variables() : nullptr));
-  Report r;
-  r.name = w.name;
-  r.device = dev.id() + " (" + dev.info().name + ")";
-  r.calls = opt.calls;
-  r.rotate = opt.rotate;
-  r.prune = opt.jit.unit.prune;
-  r.plan = opt.jit.unit.plan;
-  r.items = w.step.size();
-  Progress progress{opt.progress};
-  Checker checker{Tolerance{w.bitwise(), w.rtol, w.atol}, r};
+  return ws;
+}
+
+// What the phases of run share: the shape sets with their runners, and which inputs call i uses.
+struct Bench {
+  const Workload& w;
+  const Device& dev;
+  const RunOptions& opt;
+  const std::vector<const Workload*> ws;
+  const size_t K, n, rot;
+  const int warmup, timed;
   // The NULL device runs nothing: its buffers hold whatever memory held, so there is nothing to
   // compare (it measures encore's own overhead).
-  const bool compared = !dev.is_null();
-  r.compared = compared;
-  const size_t n = static_cast<size_t>(opt.calls), rot = static_cast<size_t>(opt.rotate);
-  auto make_world = [&] {
+  const bool compared;
+  const std::vector<Compiled> cs;  // the runners refer to them
+  std::vector<std::unique_ptr<Runner>> runners;
+  Progress progress;
+
+  Bench(const Workload& w_, const Device& dev_, const RunOptions& opt_)
+      : w(w_), dev(dev_), opt(opt_), ws(shape_sets(w_, opt_)), K(ws.size()), n(static_cast<size_t>(opt_.calls)),
+        rot(static_cast<size_t>(opt_.rotate)), warmup(K > 1 ? int(K) : 2), timed(std::max(opt_.calls, 5 * int(K))),
+        compared(!dev_.is_null()), cs(validate_sets(w_, dev_)), progress{opt_.progress} {
+    for (size_t k = 0; k < K; ++k) runners.push_back(std::make_unique<Runner>(*ws[k], dev, cs[k], opt, k ? &runners[0]->variables() : nullptr));
+  }
+  World make_world() const {
     World world;
     world.resident = runners[0]->make_resident();
     for (const auto& rn : runners) world.input_sets.push_back(rn->make_inputs());
     return world;
-  };
-  auto inputs = [&](const World& world, size_t i) -> const std::vector<Buffer>& { return world.input_sets[i % K][(i / K) % rot]; };
-  auto where = [&](size_t i) { return "call " + std::to_string(i) + (K > 1 ? " (" + describe_set(w, i % K) + ")" : std::string()); };
-
-  // 1. eager reference, outputs kept per call
-  World ew = make_world();
-  std::vector<std::vector<std::vector<unsigned char>>> expect(n);
-  for (size_t i = 0; i < n; ++i) {
-    progress.show("eager", static_cast<int>(i), opt.calls);
-    runners[i % K]->bind(i);
-    for (const Buffer& b : runners[i % K]->step(ew, inputs(ew, i), runners[i % K]->host(i)))
-      if (compared) expect[i].push_back(read_back(b));
   }
+  const std::vector<Buffer>& inputs(const World& world, size_t i) const { return world.input_sets[i % K][(i / K) % rot]; }
+  std::string where(size_t i) const { return "call " + std::to_string(i) + (K > 1 ? " (" + describe_set(w, i % K) + ")" : std::string()); }
+};
 
-  // 2. the same calls through TinyJit, from the same initial state
-  World jw = make_world();
+using Outputs = std::vector<std::vector<unsigned char>>;
+
+// The run as the report names it, before any figure.
+Report start_report(const Bench& b) {
+  Report r;
+  r.name = b.w.name;
+  r.device = b.dev.id() + " (" + b.dev.info().name + ")";
+  r.calls = b.opt.calls;
+  r.rotate = b.opt.rotate;
+  r.prune = b.opt.jit.unit.prune;
+  r.plan = b.opt.jit.unit.plan;
+  r.items = b.w.step.size();
+  r.compared = b.compared;
+  return r;
+}
+
+// 1. The eager reference: every call's outputs, kept for the jit's to be compared with.
+std::vector<Outputs> eager_reference(Bench& b, World& ew) {
+  std::vector<Outputs> expect(b.n);
+  for (size_t i = 0; i < b.n; ++i) {
+    b.progress.show("eager", static_cast<int>(i), b.opt.calls);
+    b.runners[i % b.K]->bind(i);
+    for (const Buffer& out : b.runners[i % b.K]->step(ew, b.inputs(ew, i), b.runners[i % b.K]->host(i)))
+      if (b.compared) expect[i].push_back(read_back(out));
+  }
+  return expect;
+}
+
+struct JitSide;
+// The step as the jit sees it: the runner of the set in progress, on the jit side's world.
+struct JitStep {
+  JitSide* side;
+  std::vector<Buffer> operator()(const std::vector<Buffer>& ins, const std::vector<std::span<const unsigned char>>& host,
+                                 const std::vector<BoundVar>&) const;
+};
+
+// The jit side, from its own world: one TinyJit over every set's step; a set's second call
+// captures its unit, and is timed to the device's end as its capture time.
+struct JitSide {
+  Bench& b;
+  World jw;
   size_t cur = 0;  // the shape set of the call in progress
-  auto fn = [&runners, &jw, &cur](const std::vector<Buffer>& ins, const std::vector<std::span<const unsigned char>>& host,
-                                  const std::vector<BoundVar>&) { return runners[cur]->step(jw, ins, host); };
-  TinyJit jit(fn, opt.jit);
-  std::vector<size_t> set_calls(K, 0);
-  std::vector<double> capture_ms(K, 0);
-  std::vector<std::vector<unsigned char>> last;
-  auto jit_call = [&](size_t i) {
-    cur = i % K;
-    std::vector<BoundVar> vals = runners[cur]->bind(i);
-    const bool capturing = set_calls[cur]++ == 1;  // a set's second call captures its unit
+  TinyJit<JitStep> jit;
+  std::vector<size_t> set_calls;
+  std::vector<double> capture_ms;
+
+  explicit JitSide(Bench& b_) : b(b_), jw(b_.make_world()), jit(JitStep{this}, b_.opt.jit), set_calls(b_.K, 0), capture_ms(b_.K, 0) {}
+  JitSide(const JitSide&) = delete;  // the jit's step points here
+
+  std::vector<Buffer> call(size_t i) {
+    cur = i % b.K;
+    std::vector<BoundVar> vals = b.runners[cur]->bind(i);
+    const bool capturing = set_calls[cur]++ == 1;
     auto t0 = Clock::now();
-    std::vector<Buffer> outs = jit(inputs(jw, i), runners[cur]->host(i), vals);
+    std::vector<Buffer> outs = jit(b.inputs(jw, i), b.runners[cur]->host(i), vals);
     if (capturing) {
-      dev.synchronize();
+      b.dev.synchronize();
       capture_ms[cur] = us_since(t0) / 1000;
     }
     return outs;
-  };
-  for (size_t i = 0; i < n; ++i) {
-    progress.show("jit", static_cast<int>(i), opt.calls);
-    const std::vector<Buffer> outs = jit_call(i);
-    if (opt.after_jit_call) opt.after_jit_call(i, outs);
+  }
+};
+
+std::vector<Buffer> JitStep::operator()(const std::vector<Buffer>& ins, const std::vector<std::span<const unsigned char>>& host,
+                                        const std::vector<BoundVar>&) const {
+  return side->b.runners[side->cur]->step(side->jw, ins, host);
+}
+
+// 2. The same calls through TinyJit, from the same initial state, each call's outputs compared;
+// the last call's outputs are kept for --dump.
+Outputs compare_calls(Bench& b, JitSide& j, const std::vector<Outputs>& expect, Checker& checker) {
+  Outputs last;
+  for (size_t i = 0; i < b.n; ++i) {
+    b.progress.show("jit", static_cast<int>(i), b.opt.calls);
+    const std::vector<Buffer> outs = j.call(i);
+    if (b.opt.after_jit_call) b.opt.after_jit_call(i, outs);
     last.clear();
-    for (size_t k = 0; k < outs.size() && compared; ++k) {
+    for (size_t k = 0; k < outs.size() && b.compared; ++k) {
       last.push_back(read_back(outs[k]));
-      checker.check(where(i), ws[i % K]->buffers[runners[i % K]->outputs()[k]], expect[i][k], last.back());
+      checker.check(b.where(i), b.ws[i % b.K]->buffers[b.runners[i % b.K]->outputs()[k]], expect[i][k], last.back());
     }
   }
-  for (size_t b = 0; b < w.buffers.size() && compared; ++b)
-    if (w.buffers[b].role == Role::state) checker.check("final state", w.buffers[b], read_back(ew.resident[b]), read_back(jw.resident[b]));
-  for (size_t set = 0; set < K && compared; ++set)
-    for (size_t k = 0; k < runners[set]->inputs().size(); ++k)
-      for (size_t s = 0; s < rot; ++s)
-        checker.check("final state (input set " + std::to_string(s) + (K > 1 ? " of " + describe_set(w, set) : std::string()) + ")",
-                      ws[set]->buffers[runners[set]->inputs()[k]], read_back(ew.input_sets[set][s][k]), read_back(jw.input_sets[set][s][k]));
-  if (!opt.dump_dir.empty()) {
-    std::filesystem::create_directories(opt.dump_dir);
-    for (size_t b = 0; b < w.buffers.size(); ++b)
-      if (w.buffers[b].role == Role::state) dump(opt.dump_dir, w.buffers[b].name, read_back(jw.resident[b]));
-    for (size_t k = 0; k < last.size(); ++k) dump(opt.dump_dir, w.buffers[runners[(n - 1) % K]->outputs()[k]].name, last[k]);
-  }
-  expect.clear();
+  return last;
+}
 
-  // 3. timing: both continue from where they are, the sets interleaved as before; each timed call
-  // ends when the device is done
-  const int warmup = K > 1 ? int(K) : 2, timed = std::max(opt.calls, 5 * int(K));
-  r.timed_calls = timed;
-  std::vector<std::vector<double>> te(K), tj(K);
-  std::vector<double> te_all, tj_all;
+// What both sides leave behind: the state buffers and every input set (a step may write its inputs).
+void compare_final(const Bench& b, const World& ew, const World& jw, Checker& checker) {
+  for (size_t k = 0; k < b.w.buffers.size() && b.compared; ++k)
+    if (b.w.buffers[k].role == Role::state) checker.check("final state", b.w.buffers[k], read_back(ew.resident[k]), read_back(jw.resident[k]));
+  for (size_t set = 0; set < b.K && b.compared; ++set)
+    for (size_t k = 0; k < b.runners[set]->inputs().size(); ++k)
+      for (size_t s = 0; s < b.rot; ++s)
+        checker.check("final state (input set " + std::to_string(s) + (b.K > 1 ? " of " + describe_set(b.w, set) : std::string()) + ")",
+                      b.ws[set]->buffers[b.runners[set]->inputs()[k]], read_back(ew.input_sets[set][s][k]), read_back(jw.input_sets[set][s][k]));
+}
+
+// --dump: the jit side's final state and its last call's outputs, a file each.
+void dump_all(const Bench& b, const World& jw, const Outputs& last) {
+  std::filesystem::create_directories(b.opt.dump_dir);
+  for (size_t k = 0; k < b.w.buffers.size(); ++k)
+    if (b.w.buffers[k].role == Role::state) dump(b.opt.dump_dir, b.w.buffers[k].name, read_back(jw.resident[k]));
+  for (size_t k = 0; k < last.size(); ++k) dump(b.opt.dump_dir, b.w.buffers[b.runners[(b.n - 1) % b.K]->outputs()[k]].name, last[k]);
+}
+
+// 3. Timing: the calls after the compared ones, the sets interleaved as before, warm-up calls
+// first; `call` ends when the device is done, `prepare` runs untimed. Per set and over all; returns
+// the calling thread's CPU time per timed call.
+template <class Prepare, class Call>
+double time_calls(Bench& b, const char* phase, Prepare&& prepare, Call&& call, std::vector<std::vector<double>>& per_set,
+                  std::vector<double>& all) {
   double cpu0 = 0;
-  for (int k = 0; k < warmup + timed; ++k) {
-    progress.show("timing eager", k, warmup + timed);
-    if (k == warmup) cpu0 = thread_cpu_us();
-    size_t i = n + static_cast<size_t>(k);
-    runners[i % K]->bind(i);
+  for (int k = 0; k < b.warmup + b.timed; ++k) {
+    b.progress.show(phase, k, b.warmup + b.timed);
+    if (k == b.warmup) cpu0 = thread_cpu_us();
+    size_t i = b.n + static_cast<size_t>(k);
+    prepare(i);
     auto t0 = Clock::now();
-    std::vector<Buffer> outs = runners[i % K]->step(ew, inputs(ew, i), runners[i % K]->host(i));
-    dev.synchronize();
-    if (k >= warmup) te[i % K].push_back(us_since(t0)), te_all.push_back(te[i % K].back());
+    call(i);
+    if (k >= b.warmup) per_set[i % b.K].push_back(us_since(t0)), all.push_back(per_set[i % b.K].back());
   }
-  r.eager_cpu_us = (thread_cpu_us() - cpu0) / timed;
-  for (int k = 0; k < warmup + timed; ++k) {
-    progress.show("timing jit", k, warmup + timed);
-    if (k == warmup) cpu0 = thread_cpu_us();
-    size_t i = n + static_cast<size_t>(k);
-    auto t0 = Clock::now();
-    jit_call(i);  // captures here only when --calls is too few for it to have happened above
-    dev.synchronize();
-    if (k >= warmup) tj[i % K].push_back(us_since(t0)), tj_all.push_back(tj[i % K].back());
-  }
-  r.replay_cpu_us = (thread_cpu_us() - cpu0) / timed;
-  progress.clear();
-  r.eager_step_us = median(te_all);
-  r.replay_step_us = median(tj_all);
-  r.speedup = r.replay_step_us > 0 ? r.eager_step_us / r.replay_step_us : 0;
-  r.eager_item_us = r.eager_step_us / static_cast<double>(r.items);
-  r.replay_item_us = r.replay_step_us / static_cast<double>(r.items);
-  r.capture_ms = capture_ms[0];
-  r.items_replayed = r.items;
-  // each set's unit, found by its inputs (the jit keys its units by them)
-  for (size_t k = 0; k < K; ++k) {
-    const ExecutionUnit* u = jit.unit_for(jw.input_sets[k][0], runners[k]->host(0), runners[k]->bind(0));
+  return (thread_cpu_us() - cpu0) / b.timed;
+}
+
+// Each set's figures and its unit's counts, the unit found by the set's inputs (the jit keys its
+// units by them); the report's own counts are set 0's.
+void set_reports(const Bench& b, JitSide& j, const std::vector<std::vector<double>>& te, const std::vector<std::vector<double>>& tj, Report& r) {
+  for (size_t k = 0; k < b.K; ++k) {
+    const ExecutionUnit* u = j.jit.unit_for(j.jw.input_sets[k][0], b.runners[k]->host(0), b.runners[k]->bind(0));
     SetReport sr;
-    if (K > 1) sr.shape = describe_set(w, k);
+    if (b.K > 1) sr.shape = describe_set(b.w, k);
     sr.eager_step_us = median(te[k]);
     sr.replay_step_us = median(tj[k]);
     sr.speedup = sr.replay_step_us > 0 ? sr.eager_step_us / sr.replay_step_us : 0;
-    sr.capture_ms = capture_ms[k];
+    sr.capture_ms = j.capture_ms[k];
     if (u && *u) {
       const UnitStats& st = u->stats();
       sr.items_pruned = st.items_pruned;
@@ -261,8 +303,51 @@ Report run(const Workload& w, const Device& dev, const RunOptions& opt) {
       r.temp_bytes_lower_bound = sr.temp_bytes_lower_bound;
       r.planned_temps = sr.planned_temps;
     }
-    if (K > 1) r.sets.push_back(sr);
+    if (b.K > 1) r.sets.push_back(sr);
   }
+}
+
+}  // namespace
+
+Report run(const Workload& w, const Device& dev, const RunOptions& opt) {
+  Bench b(w, dev, opt);
+  Report r = start_report(b);
+  Checker checker{Tolerance{w.bitwise(), w.rtol, w.atol}, r};
+  World ew = b.make_world();
+  std::vector<Outputs> expect = eager_reference(b, ew);
+  JitSide j(b);
+  const Outputs last = compare_calls(b, j, expect, checker);
+  compare_final(b, ew, j.jw, checker);
+  if (!opt.dump_dir.empty()) dump_all(b, j.jw, last);
+  expect.clear();
+
+  r.timed_calls = b.timed;
+  std::vector<std::vector<double>> te(b.K), tj(b.K);
+  std::vector<double> te_all, tj_all;
+  r.eager_cpu_us = time_calls(
+      b, "timing eager", [&](size_t i) { b.runners[i % b.K]->bind(i); },
+      [&](size_t i) {
+        std::vector<Buffer> outs = b.runners[i % b.K]->step(ew, b.inputs(ew, i), b.runners[i % b.K]->host(i));
+        dev.synchronize();
+      },
+      te, te_all);
+  // the jit captures here only when --calls is too few for it to have happened above
+  r.replay_cpu_us = time_calls(
+      b, "timing jit", [](size_t) {},
+      [&](size_t i) {
+        j.call(i);
+        dev.synchronize();
+      },
+      tj, tj_all);
+  b.progress.clear();
+  r.eager_step_us = median(te_all);
+  r.replay_step_us = median(tj_all);
+  r.speedup = r.replay_step_us > 0 ? r.eager_step_us / r.replay_step_us : 0;
+  r.eager_item_us = r.eager_step_us / static_cast<double>(r.items);
+  r.replay_item_us = r.replay_step_us / static_cast<double>(r.items);
+  r.capture_ms = j.capture_ms[0];
+  r.items_replayed = r.items;
+  set_reports(b, j, te, tj, r);
   return r;
 }
 
