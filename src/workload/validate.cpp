@@ -55,37 +55,47 @@ bool int_fits(const IntValue& v, DType to) {
 
 bool int_type(DType t) { return is_integer(t) && t != DType::boolean; }
 
-}  // namespace
-
-Compiled validate(const Workload& w, const Device& dev) {
-  Compiled c;
-  for (const ProgramSpec& p : w.programs) {
-    std::string path = child("programs", p.name);
-    c.programs.push_back(build_program(p, dev, path));  // from its saved binary where it has one that fits
+// One argument and its kernel parameter, with its place in the file.
+struct ArgAt {
+  const ArgSpec& a;
+  const KernelParam& p;
+  size_t j;
+  std::string path;
+  [[noreturn]] void mismatch(const std::string& want) const {
+    static constexpr const char* forms[] = {"a buffer", "a scalar", "a variable", "__local memory", "bytes"};
+    fail(path, std::string(forms[static_cast<int>(a.kind)]) + " given for " + param_name(p, j) + ", which takes " + want);
   }
-  const size_t align = dev.info().base_align_bytes;
-  std::vector<bool> written(w.buffers.size(), false);
+};
+
+// The checks in step order, and what the items have done to each buffer so far.
+struct Validator {
+  const Workload& w;
+  const Device& dev;
+  const size_t align;
+  Compiled& c;
+  std::vector<bool> written, touched;
+
   // temps and outputs are created inside the step: reading one before any item touched it reads
   // undefined bytes (and eager and replay would differ with no diagnosis)
-  std::vector<bool> touched(w.buffers.size(), false);
-  auto fresh_read = [&](size_t b, const std::string& where, const std::string& what) {
+  void fresh_read(size_t b, const std::string& where, const std::string& what) const {
     const BufferSpec& s = w.buffers[b];
     if (touched[b] || (s.role != Role::temp && s.role != Role::output)) return;
     fail(where, what + " reads " + std::string(s.role == Role::temp ? "temp " : "output ") + quote(s.name) +
                     " before any item writes it: it is created inside the step, so its contents are undefined. Write it first, or "
                     "make it a state buffer (with an init) if it must keep its contents across calls");
-  };
-  for (size_t i = 0; i < w.step.size(); ++i) {
-    const ItemSpec& it = w.step[i];
-    std::string path = index("step", i);
-    c.access.emplace_back(it.args.size(), Access::none);
-    if (it.kind == ItemSpec::Kind::copy) {
-      fresh_read(it.src, child(path, "copy"), "the copy");
-      written[it.dst] = true;
-      touched[it.src] = touched[it.dst] = true;
-      c.kernels.emplace_back();
-      continue;
-    }
+  }
+
+  // A copy reads its source and writes its destination; it has no kernel (an empty one holds its place).
+  void copy(const ItemSpec& it, const std::string& path) {
+    fresh_read(it.src, child(path, "copy"), "the copy");
+    written[it.dst] = true;
+    touched[it.src] = touched[it.dst] = true;
+    c.kernels.emplace_back();
+  }
+
+  // A launch: its kernel exists and takes as many arguments as given, each of the form and type
+  // its parameter takes.
+  void launch(const ItemSpec& it, const std::string& path) {
     Kernel k;
     try {
       k = c.programs[it.program].kernel(it.kernel);
@@ -98,73 +108,115 @@ Compiled validate(const Workload& w, const Device& dev) {
       fail(child(path, "args"), "kernel " + signature(k) + " takes " + std::to_string(params.size()) + " arguments, got " +
                                     std::to_string(it.args.size()));
     for (size_t j = 0; j < it.args.size(); ++j) {
-      const ArgSpec& a = it.args[j];
-      const KernelParam& p = params[j];
-      std::string ap = index(child(path, "args"), j);
-      auto mismatch = [&](const std::string& want) {
-        static constexpr const char* forms[] = {"a buffer", "a scalar", "a variable", "__local memory", "bytes"};
-        fail(ap, std::string(forms[static_cast<int>(a.kind)]) + " given for " + param_name(p, j) + ", which takes " + want);
-      };
-      if (p.is_pointer && p.space == AddressSpace::local) {
-        if (a.kind != ArgSpec::Kind::local) mismatch("__local memory ({\"local\": bytes})");
-      } else if (p.is_pointer) {
-        if (a.kind != ArgSpec::Kind::buffer) mismatch("a buffer");
-        const BufferSpec& b = w.buffers[a.buffer];
-        const size_t count = a.view ? a.count : b.count;
-        if (!p.accepts(b.dtype, count))
-          fail(ap, "buffer " + quote(b.name) + " (" + std::string(encore::name(b.dtype)) + "[" + std::to_string(count) + "]) passed to " +
-                       param_name(p, j) + ", which takes " + std::string(encore::name(*p.pointee)) + " elements" +
-                       (p.pointee_lanes > 1 ? " in groups of " + std::to_string(p.pointee_lanes) : std::string()) +
-                       ": the kernel would misread it or go past its end (declare the buffer with the parameter's dtype)");
-        Access acc = a.access == Access::none ? p.default_access() : a.access;
-        const bool writes = acc == Access::out || acc == Access::inout;
-        if (p.read_only() && writes)
-          fail(ap, param_name(p, j) + " points to const data: its access can only be in, not " + encore::name(acc));
-        if (b.role == Role::const_ && writes)
-          fail(ap, "const buffer " + quote(b.name) + " passed to " + param_name(p, j) +
-                       ", which the kernel may write (declare the parameter const, or pass {\"buf\": ..., \"access\": \"in\"})");
-        if (a.view && (a.offset * size(b.dtype)) % align != 0)
-          fail(child(ap, "offset"), "byte offset " + std::to_string(a.offset * size(b.dtype)) + " (element " + std::to_string(a.offset) +
-                                        ") is not a multiple of the device's base-address alignment (" + std::to_string(align) + " B on " +
-                                        dev.id() + ")");
-        if (acc == Access::in) fresh_read(a.buffer, ap, "kernel " + k.name() + " parameter " + std::to_string(j) + " (" + (p.const_data ? "const " : "") + p.type_name + " " + p.name + ")");
-        if (writes) written[a.buffer] = true;
-        c.access.back()[j] = acc;
-      } else if (a.kind == ArgSpec::Kind::bytes || p.by_value_aggregate()) {
-        if (p.type_name.rfind("image", 0) == 0 || p.type_name == "sampler_t" || p.type_name == "event_t")
-          fail(ap, param_name(p, j) + " has a type workload files cannot pass");
-        if (a.kind != ArgSpec::Kind::bytes) mismatch("{\"bytes\": \"<hex>\"} (a by-value " + p.type_name + ")");
-        if (p.value_bytes && a.bytes.size() != p.value_bytes)
-          fail(ap, std::to_string(a.bytes.size()) + " bytes given for " + param_name(p, j) + ", which takes " + std::to_string(p.value_bytes) +
-                       " (sizeof(" + p.type_name + ") in OpenCL C)");
+      const ArgAt x{it.args[j], params[j], j, index(child(path, "args"), j)};
+      if (x.p.is_pointer && x.p.space == AddressSpace::local) {
+        if (x.a.kind != ArgSpec::Kind::local) x.mismatch("__local memory ({\"local\": bytes})");
+      } else if (x.p.is_pointer) {
+        c.access.back()[j] = buffer_arg(k, x);
+      } else if (x.a.kind == ArgSpec::Kind::bytes || x.p.by_value_aggregate()) {
+        bytes_arg(x);
       } else {
-        if (!p.scalar) fail(ap, param_name(p, j) + " has a type workload files cannot pass");
-        std::string want = std::string(encore::name(*p.scalar));
-        if (a.kind != ArgSpec::Kind::scalar && a.kind != ArgSpec::Kind::variable) mismatch("a " + want + " scalar");
-        const VariableSpec* var = a.kind == ArgSpec::Kind::variable ? &w.variables[a.variable] : nullptr;
-        if (a.kind == ArgSpec::Kind::scalar && a.dtype != *p.scalar && int_type(a.dtype) && int_type(*p.scalar)) {
-          // an integer converts to the parameter's integer type when it fits, as at a launch
-          const IntValue v = int_value(a.dtype, a.bits);
-          if (!int_fits(v, *p.scalar))
-            fail(ap, "the " + std::string(encore::name(a.dtype)) + " value " + int_str(v) + " does not fit " + param_name(p, j) + " (" + want + ")");
-        } else if (var && var->type == VarType::i64 && !a.as_given && int_type(*p.scalar)) {
-          // an int variable without "as" takes the parameter's integer type: every value must fit it
-          for (size_t k = 0; k < var->ivalues.size(); ++k)
-            if (!int_fits(int_value(DType::i64, static_cast<uint64_t>(var->ivalues[k])), *p.scalar))
-              fail(ap, "variable " + quote(var->name) + " value " + std::to_string(var->ivalues[k]) + " (values[" + std::to_string(k) +
-                           "]) does not fit " + param_name(p, j) + " (" + want + ")");
-        } else if (a.dtype != *p.scalar)
-          fail(ap, std::string(a.kind == ArgSpec::Kind::variable ? "variable passed as " : "scalar of type ") + std::string(encore::name(a.dtype)) +
-                       " given for " + param_name(p, j) + ", which takes " + want +
-                       (a.kind == ArgSpec::Kind::variable ? " (use \"as\")" : " (write {\"" + want + "\": value})"));
+        scalar_arg(x);
       }
     }
     for (const ArgSpec& a : it.args)
       if (a.kind == ArgSpec::Kind::buffer) touched[a.buffer] = true;
   }
-  for (size_t b = 0; b < w.buffers.size(); ++b)
-    if (w.buffers[b].role == Role::output && !written[b])
-      fail(child("buffers", w.buffers[b].name), "output is never written by a step item (its contents would be undefined)");
+
+  // A buffer for a pointer: elements the kernel reads as its own type, an access the parameter and
+  // the buffer's role allow, an aligned view, no fresh read. Returns the access resolved.
+  Access buffer_arg(const Kernel& k, const ArgAt& x) {
+    const ArgSpec& a = x.a;
+    const KernelParam& p = x.p;
+    const size_t j = x.j;
+    const std::string& ap = x.path;
+    if (a.kind != ArgSpec::Kind::buffer) x.mismatch("a buffer");
+    const BufferSpec& b = w.buffers[a.buffer];
+    const size_t count = a.view ? a.count : b.count;
+    if (!p.accepts(b.dtype, count))
+      fail(ap, "buffer " + quote(b.name) + " (" + std::string(encore::name(b.dtype)) + "[" + std::to_string(count) + "]) passed to " +
+                   param_name(p, j) + ", which takes " + std::string(encore::name(*p.pointee)) + " elements" +
+                   (p.pointee_lanes > 1 ? " in groups of " + std::to_string(p.pointee_lanes) : std::string()) +
+                   ": the kernel would misread it or go past its end (declare the buffer with the parameter's dtype)");
+    Access acc = a.access == Access::none ? p.default_access() : a.access;
+    const bool writes = acc == Access::out || acc == Access::inout;
+    if (p.read_only() && writes) fail(ap, param_name(p, j) + " points to const data: its access can only be in, not " + encore::name(acc));
+    if (b.role == Role::const_ && writes)
+      fail(ap, "const buffer " + quote(b.name) + " passed to " + param_name(p, j) +
+                   ", which the kernel may write (declare the parameter const, or pass {\"buf\": ..., \"access\": \"in\"})");
+    if (a.view && (a.offset * size(b.dtype)) % align != 0)
+      fail(child(ap, "offset"), "byte offset " + std::to_string(a.offset * size(b.dtype)) + " (element " + std::to_string(a.offset) +
+                                    ") is not a multiple of the device's base-address alignment (" + std::to_string(align) + " B on " +
+                                    dev.id() + ")");
+    if (acc == Access::in)
+      fresh_read(a.buffer, ap, "kernel " + k.name() + " parameter " + std::to_string(j) + " (" + (p.const_data ? "const " : "") + p.type_name + " " + p.name + ")");
+    if (writes) written[a.buffer] = true;
+    return acc;
+  }
+
+  // Bytes for a by-value aggregate: as many as OpenCL C's sizeof, of a type a file can pass.
+  void bytes_arg(const ArgAt& x) const {
+    const ArgSpec& a = x.a;
+    const KernelParam& p = x.p;
+    if (p.type_name.rfind("image", 0) == 0 || p.type_name == "sampler_t" || p.type_name == "event_t")
+      fail(x.path, param_name(p, x.j) + " has a type workload files cannot pass");
+    if (a.kind != ArgSpec::Kind::bytes) x.mismatch("{\"bytes\": \"<hex>\"} (a by-value " + p.type_name + ")");
+    if (p.value_bytes && a.bytes.size() != p.value_bytes)
+      fail(x.path, std::to_string(a.bytes.size()) + " bytes given for " + param_name(p, x.j) + ", which takes " + std::to_string(p.value_bytes) +
+                       " (sizeof(" + p.type_name + ") in OpenCL C)");
+  }
+
+  // A scalar or a variable for a scalar parameter: of its type, or an integer whose every value fits it.
+  void scalar_arg(const ArgAt& x) const {
+    const ArgSpec& a = x.a;
+    const KernelParam& p = x.p;
+    const size_t j = x.j;
+    const std::string& ap = x.path;
+    if (!p.scalar) fail(ap, param_name(p, j) + " has a type workload files cannot pass");
+    std::string want = std::string(encore::name(*p.scalar));
+    if (a.kind != ArgSpec::Kind::scalar && a.kind != ArgSpec::Kind::variable) x.mismatch("a " + want + " scalar");
+    const VariableSpec* var = a.kind == ArgSpec::Kind::variable ? &w.variables[a.variable] : nullptr;
+    if (a.kind == ArgSpec::Kind::scalar && a.dtype != *p.scalar && int_type(a.dtype) && int_type(*p.scalar)) {
+      // an integer converts to the parameter's integer type when it fits, as at a launch
+      const IntValue v = int_value(a.dtype, a.bits);
+      if (!int_fits(v, *p.scalar))
+        fail(ap, "the " + std::string(encore::name(a.dtype)) + " value " + int_str(v) + " does not fit " + param_name(p, j) + " (" + want + ")");
+    } else if (var && var->type == VarType::i64 && !a.as_given && int_type(*p.scalar)) {
+      // an int variable without "as" takes the parameter's integer type: every value must fit it
+      for (size_t k = 0; k < var->ivalues.size(); ++k)
+        if (!int_fits(int_value(DType::i64, static_cast<uint64_t>(var->ivalues[k])), *p.scalar))
+          fail(ap, "variable " + quote(var->name) + " value " + std::to_string(var->ivalues[k]) + " (values[" + std::to_string(k) +
+                       "]) does not fit " + param_name(p, j) + " (" + want + ")");
+    } else if (a.dtype != *p.scalar)
+      fail(ap, std::string(a.kind == ArgSpec::Kind::variable ? "variable passed as " : "scalar of type ") + std::string(encore::name(a.dtype)) +
+                   " given for " + param_name(p, j) + ", which takes " + want +
+                   (a.kind == ArgSpec::Kind::variable ? " (use \"as\")" : " (write {\"" + want + "\": value})"));
+  }
+
+  // An output no item writes holds undefined bytes, so comparing it would mean nothing.
+  void outputs_written() const {
+    for (size_t b = 0; b < w.buffers.size(); ++b)
+      if (w.buffers[b].role == Role::output && !written[b])
+        fail(child("buffers", w.buffers[b].name), "output is never written by a step item (its contents would be undefined)");
+  }
+};
+
+}  // namespace
+
+Compiled validate(const Workload& w, const Device& dev) {
+  Compiled c;
+  for (const ProgramSpec& p : w.programs) {
+    std::string path = child("programs", p.name);
+    c.programs.push_back(build_program(p, dev, path));  // from its saved binary where it has one that fits
+  }
+  Validator v{w, dev, dev.info().base_align_bytes, c, std::vector<bool>(w.buffers.size(), false), std::vector<bool>(w.buffers.size(), false)};
+  for (size_t i = 0; i < w.step.size(); ++i) {
+    const ItemSpec& it = w.step[i];
+    c.access.emplace_back(it.args.size(), Access::none);
+    if (it.kind == ItemSpec::Kind::copy) v.copy(it, index("step", i));
+    else v.launch(it, index("step", i));
+  }
+  v.outputs_written();
   return c;
 }
 
