@@ -395,6 +395,7 @@ struct Parser {
       }
   }
 
+  // An argument: a buffer name, or an object whose key says its form.
   ArgSpec arg(const JNode& n, const std::string& path) {
     ArgSpec a;
     if (n.kind == JNode::Kind::string) {
@@ -405,135 +406,156 @@ struct Parser {
     if (n.kind != JNode::Kind::object)
       fail(path, std::string("an argument is a buffer name or an object, got ") + kind_name(n.kind));
     Obj o(n, path);
-    if (o.has("buf")) {
-      a.kind = ArgSpec::Kind::buffer;
-      a.buffer = buffer_ref(o.req("buf"), o.at("buf"));
-      const BufferSpec& b = w.buffers[a.buffer];
-      if (const JNode* acc = o.opt("access")) {
-        const std::string& s = as_string(*acc, o.at("access"));
-        if (s == "in") a.access = Access::in;
-        else if (s == "out") a.access = Access::out;
-        else if (s == "inout") a.access = Access::inout;
-        else fail(o.at("access"), "unknown access " + quote(s) + " (one of in, out, inout)");
-      }
-      const JNode* off = o.opt("offset");
-      const JNode* cnt = o.opt("count");
-      if (off) a.offset = as_uint(*off, o.at("offset"), b.count - 1);
-      a.count = b.count - a.offset;
-      if (cnt) {
-        a.count = as_uint(*cnt, o.at("count"), b.count - a.offset);
-        if (a.count == 0) fail(o.at("count"), "must be > 0");
-      }
-      a.view = off || cnt;
-      o.done("buf, access, offset, count");
-    } else if (o.has("var")) {
-      a.kind = ArgSpec::Kind::variable;
-      a.variable = variable_ref(o.req("var"), o.at("var"));
-      const VariableSpec& v = w.variables[a.variable];
-      a.dtype = v.type == VarType::f32 ? DType::f32 : v.type == VarType::f64 ? DType::f64 : DType::i32;
-      if (const JNode* as = o.opt("as")) {
-        const std::string& s = as_string(*as, o.at("as"));
-        auto t = parse_dtype(s);
-        bool ok = v.type == VarType::i64 ? t && is_integer(*t) && *t != DType::boolean : t == a.dtype;
-        if (!ok)
-          fail(o.at("as"), v.type == VarType::i64 ? "an int variable is passed as an integer type (i8 .. i64, u8 .. u64), not " + quote(s)
-                                                  : "a float variable is passed as its own type (" + std::string(encore::name(a.dtype)) + ")");
-        a.dtype = *t;
-        a.as_given = true;
-      }
-      if (v.type == VarType::i64 && a.as_given)  // else checked against the parameter's type (validate)
-        for (size_t k = 0; k < v.ivalues.size(); ++k) {
-          int64_t x = v.ivalues[k];
-          bool fits = true;
-          switch (a.dtype) {
-            case DType::i8: fits = x >= INT8_MIN && x <= INT8_MAX; break;
-            case DType::i16: fits = x >= INT16_MIN && x <= INT16_MAX; break;
-            case DType::i32: fits = x >= INT32_MIN && x <= INT32_MAX; break;
-            case DType::u8: fits = x >= 0 && x <= UINT8_MAX; break;
-            case DType::u16: fits = x >= 0 && x <= UINT16_MAX; break;
-            case DType::u32: fits = x >= 0 && x <= int64_t{UINT32_MAX}; break;
-            case DType::u64: fits = x >= 0; break;
-            default: break;
-          }
-          if (!fits)
-            fail(path, "variable " + quote(v.name) + " value " + std::to_string(x) + " (values[" + std::to_string(k) + "]) does not fit " +
-                           std::string(encore::name(a.dtype)));
+    if (o.has("buf")) buffer_arg(o, a);
+    else if (o.has("var")) variable_arg(o, a, path);
+    else if (o.has("bytes")) bytes_arg(o, a);
+    else if (o.has("local")) local_arg(o, a);
+    else scalar_arg(n, o, a, path);
+    return a;
+  }
+
+  // {"buf", "access", "offset", "count"}: a view where offset or count is given.
+  void buffer_arg(Obj& o, ArgSpec& a) {
+    a.kind = ArgSpec::Kind::buffer;
+    a.buffer = buffer_ref(o.req("buf"), o.at("buf"));
+    const BufferSpec& b = w.buffers[a.buffer];
+    if (const JNode* acc = o.opt("access")) {
+      const std::string& s = as_string(*acc, o.at("access"));
+      if (s == "in") a.access = Access::in;
+      else if (s == "out") a.access = Access::out;
+      else if (s == "inout") a.access = Access::inout;
+      else fail(o.at("access"), "unknown access " + quote(s) + " (one of in, out, inout)");
+    }
+    const JNode* off = o.opt("offset");
+    const JNode* cnt = o.opt("count");
+    if (off) a.offset = as_uint(*off, o.at("offset"), b.count - 1);
+    a.count = b.count - a.offset;
+    if (cnt) {
+      a.count = as_uint(*cnt, o.at("count"), b.count - a.offset);
+      if (a.count == 0) fail(o.at("count"), "must be > 0");
+    }
+    a.view = off || cnt;
+    o.done("buf, access, offset, count");
+  }
+
+  // {"var", "as"}: an int variable given "as" an integer type must fit it in every value.
+  void variable_arg(Obj& o, ArgSpec& a, const std::string& path) {
+    a.kind = ArgSpec::Kind::variable;
+    a.variable = variable_ref(o.req("var"), o.at("var"));
+    const VariableSpec& v = w.variables[a.variable];
+    a.dtype = v.type == VarType::f32 ? DType::f32 : v.type == VarType::f64 ? DType::f64 : DType::i32;
+    if (const JNode* as = o.opt("as")) {
+      const std::string& s = as_string(*as, o.at("as"));
+      auto t = parse_dtype(s);
+      bool ok = v.type == VarType::i64 ? t && is_integer(*t) && *t != DType::boolean : t == a.dtype;
+      if (!ok)
+        fail(o.at("as"), v.type == VarType::i64 ? "an int variable is passed as an integer type (i8 .. i64, u8 .. u64), not " + quote(s)
+                                                : "a float variable is passed as its own type (" + std::string(encore::name(a.dtype)) + ")");
+      a.dtype = *t;
+      a.as_given = true;
+    }
+    if (v.type == VarType::i64 && a.as_given)  // else checked against the parameter's type (validate)
+      for (size_t k = 0; k < v.ivalues.size(); ++k) {
+        int64_t x = v.ivalues[k];
+        bool fits = true;
+        switch (a.dtype) {
+          case DType::i8: fits = x >= INT8_MIN && x <= INT8_MAX; break;
+          case DType::i16: fits = x >= INT16_MIN && x <= INT16_MAX; break;
+          case DType::i32: fits = x >= INT32_MIN && x <= INT32_MAX; break;
+          case DType::u8: fits = x >= 0 && x <= UINT8_MAX; break;
+          case DType::u16: fits = x >= 0 && x <= UINT16_MAX; break;
+          case DType::u32: fits = x >= 0 && x <= int64_t{UINT32_MAX}; break;
+          case DType::u64: fits = x >= 0; break;
+          default: break;
         }
-      o.done("var, as");
-    } else if (o.has("bytes")) {
-      a.kind = ArgSpec::Kind::bytes;
-      auto hex = [&](const JNode& node, const std::string& at) {
-        const std::string& h = as_string(node, at);
-        auto nibble = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1; };
-        if (h.empty() || h.size() % 2 != 0)
-          fail(at, "expected an even number of hex digits (two per byte, in memory order), got " + std::to_string(h.size()));
-        std::vector<unsigned char> v;
-        v.reserve(h.size() / 2);
-        for (size_t k = 0; k < h.size(); k += 2) {
-          const int hi = nibble(h[k]), lo = nibble(h[k + 1]);
-          if (hi < 0 || lo < 0) fail(at, "expected hex digits, got " + quote(h.substr(k, 2)) + " at character " + std::to_string(k));
-          v.push_back(static_cast<unsigned char>(hi * 16 + lo));
-        }
-        return v;
-      };
-      const JNode& bn = o.req("bytes");
-      if (bn.kind == JNode::Kind::array) {
-        // the per-call form: call i passes entry i % len (replayed from a host input of the call)
-        if (bn.elems.empty()) fail(o.at("bytes"), "needs at least one value (a hex string per call)");
-        for (size_t k = 0; k < bn.elems.size(); ++k) {
-          const std::string at = index(o.at("bytes"), k);
-          a.per_call.push_back(hex(bn.elems[k], at));
-          if (a.per_call.back().size() != a.per_call[0].size())
-            fail(at, "has " + std::to_string(a.per_call.back().size()) + " bytes, entry 0 " + std::to_string(a.per_call[0].size()) +
-                         " (every call's value has the parameter's size)");
-        }
-        a.bytes = a.per_call[0];
-      } else {
-        a.bytes = hex(bn, o.at("bytes"));
+        if (!fits)
+          fail(path, "variable " + quote(v.name) + " value " + std::to_string(x) + " (values[" + std::to_string(k) + "]) does not fit " +
+                         std::string(encore::name(a.dtype)));
       }
-      o.done("bytes");
-    } else if (o.has("local")) {
-      a.kind = ArgSpec::Kind::local;
-      a.local_bytes = as_uint(o.req("local"), o.at("local"), uint64_t(1) << 31);
-      if (a.local_bytes == 0) fail(o.at("local"), "must be > 0");
-      o.done("local");
+    o.done("var, as");
+  }
+
+  // Hex digits, two per byte in memory order.
+  static std::vector<unsigned char> hex(const JNode& node, const std::string& at) {
+    const std::string& h = as_string(node, at);
+    auto nibble = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1; };
+    if (h.empty() || h.size() % 2 != 0)
+      fail(at, "expected an even number of hex digits (two per byte, in memory order), got " + std::to_string(h.size()));
+    std::vector<unsigned char> v;
+    v.reserve(h.size() / 2);
+    for (size_t k = 0; k < h.size(); k += 2) {
+      const int hi = nibble(h[k]), lo = nibble(h[k + 1]);
+      if (hi < 0 || lo < 0) fail(at, "expected hex digits, got " + quote(h.substr(k, 2)) + " at character " + std::to_string(k));
+      v.push_back(static_cast<unsigned char>(hi * 16 + lo));
+    }
+    return v;
+  }
+
+  // {"bytes": hex or [hex, ...]}: a by-value aggregate, one value for every call or one per call.
+  void bytes_arg(Obj& o, ArgSpec& a) {
+    a.kind = ArgSpec::Kind::bytes;
+    const JNode& bn = o.req("bytes");
+    if (bn.kind == JNode::Kind::array) {
+      // the per-call form: call i passes entry i % len (replayed from a host input of the call)
+      if (bn.elems.empty()) fail(o.at("bytes"), "needs at least one value (a hex string per call)");
+      for (size_t k = 0; k < bn.elems.size(); ++k) {
+        const std::string at = index(o.at("bytes"), k);
+        a.per_call.push_back(hex(bn.elems[k], at));
+        if (a.per_call.back().size() != a.per_call[0].size())
+          fail(at, "has " + std::to_string(a.per_call.back().size()) + " bytes, entry 0 " + std::to_string(a.per_call[0].size()) +
+                       " (every call's value has the parameter's size)");
+      }
+      a.bytes = a.per_call[0];
     } else {
-      a.kind = ArgSpec::Kind::scalar;
-      static constexpr const char* kinds[] = {"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64"};
-      int found = 0;
-      for (const char* k : kinds) found += o.has(k);
-      if (found != 1 || n.members.size() != 1)
-        fail(path, "unknown argument form (a buffer name, {\"buf\": ...}, {\"var\": ...}, {\"local\": bytes}, {\"bytes\": \"<hex>\" or [\"<hex>\", ...]}, or one scalar: "
-                   "{\"i8\"|\"i16\"|\"i32\"|\"i64\"|\"u8\"|\"u16\"|\"u32\"|\"u64\"|\"f32\"|\"f64\": value})");
-      const std::string& key = n.members[0].first;
-      const JNode& v = *o.opt(key);
-      std::string p = o.at(key);
-      a.dtype = *parse_dtype(key);
-      switch (a.dtype) {
-        case DType::i8: a.bits = static_cast<uint8_t>(static_cast<int8_t>(as_int(v, p, INT8_MIN, INT8_MAX))); break;
-        case DType::i16: a.bits = static_cast<uint16_t>(static_cast<int16_t>(as_int(v, p, INT16_MIN, INT16_MAX))); break;
-        case DType::u8: a.bits = as_uint(v, p, UINT8_MAX); break;
-        case DType::u16: a.bits = as_uint(v, p, UINT16_MAX); break;
-        case DType::i32: a.bits = static_cast<uint32_t>(static_cast<int32_t>(as_int(v, p, INT32_MIN, INT32_MAX))); break;
-        case DType::u32: a.bits = as_uint(v, p, UINT32_MAX); break;
-        case DType::i64: a.bits = static_cast<uint64_t>(as_int(v, p, INT64_MIN, INT64_MAX)); break;
-        case DType::u64: a.bits = as_uint(v, p, UINT64_MAX); break;
-        case DType::f32: {
-          double d = as_double(v, p);
-          if (std::fabs(d) > FLT_MAX) fail(p, v.str + " does not fit f32");
-          float f = static_cast<float>(d);
-          uint32_t u;
-          std::memcpy(&u, &f, 4);
-          a.bits = u;
-          break;
-        }
-        default: {
-          double d = as_double(v, p);
-          std::memcpy(&a.bits, &d, 8);
-        }
+      a.bytes = hex(bn, o.at("bytes"));
+    }
+    o.done("bytes");
+  }
+
+  // {"local": bytes}: __local memory.
+  void local_arg(Obj& o, ArgSpec& a) {
+    a.kind = ArgSpec::Kind::local;
+    a.local_bytes = as_uint(o.req("local"), o.at("local"), uint64_t(1) << 31);
+    if (a.local_bytes == 0) fail(o.at("local"), "must be > 0");
+    o.done("local");
+  }
+
+  // {dtype: value}, the only key: the value's bits in the dtype, range-checked.
+  void scalar_arg(const JNode& n, Obj& o, ArgSpec& a, const std::string& path) {
+    a.kind = ArgSpec::Kind::scalar;
+    static constexpr const char* kinds[] = {"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64"};
+    int found = 0;
+    for (const char* k : kinds) found += o.has(k);
+    if (found != 1 || n.members.size() != 1)
+      fail(path, "unknown argument form (a buffer name, {\"buf\": ...}, {\"var\": ...}, {\"local\": bytes}, {\"bytes\": \"<hex>\" or [\"<hex>\", ...]}, or one scalar: "
+                 "{\"i8\"|\"i16\"|\"i32\"|\"i64\"|\"u8\"|\"u16\"|\"u32\"|\"u64\"|\"f32\"|\"f64\": value})");
+    const std::string& key = n.members[0].first;
+    const JNode& v = *o.opt(key);
+    std::string p = o.at(key);
+    a.dtype = *parse_dtype(key);
+    switch (a.dtype) {
+      case DType::i8: a.bits = static_cast<uint8_t>(static_cast<int8_t>(as_int(v, p, INT8_MIN, INT8_MAX))); break;
+      case DType::i16: a.bits = static_cast<uint16_t>(static_cast<int16_t>(as_int(v, p, INT16_MIN, INT16_MAX))); break;
+      case DType::u8: a.bits = as_uint(v, p, UINT8_MAX); break;
+      case DType::u16: a.bits = as_uint(v, p, UINT16_MAX); break;
+      case DType::i32: a.bits = static_cast<uint32_t>(static_cast<int32_t>(as_int(v, p, INT32_MIN, INT32_MAX))); break;
+      case DType::u32: a.bits = as_uint(v, p, UINT32_MAX); break;
+      case DType::i64: a.bits = static_cast<uint64_t>(as_int(v, p, INT64_MIN, INT64_MAX)); break;
+      case DType::u64: a.bits = as_uint(v, p, UINT64_MAX); break;
+      case DType::f32: {
+        double d = as_double(v, p);
+        if (std::fabs(d) > FLT_MAX) fail(p, v.str + " does not fit f32");
+        float f = static_cast<float>(d);
+        uint32_t u;
+        std::memcpy(&u, &f, 4);
+        a.bits = u;
+        break;
+      }
+      default: {
+        double d = as_double(v, p);
+        std::memcpy(&a.bits, &d, 8);
       }
     }
-    return a;
   }
 
   ItemSpec item(const JNode& n, const std::string& path) {
