@@ -358,7 +358,7 @@ TEST(Capture, InFlightDepthFollowsTheStepsLength) {
     cap.add_input(x);
     for (int i = 0; i < kernels; ++i) e.dev.launch(e.addk, {64}, {}, x, i);
     ExecutionUnit unit = cap.end();
-    return encore::detail::UnitImpl::of(unit).in_flight_depth;
+    return encore::detail::UnitImpl::of(unit).flight.depth();
   };
   EXPECT_EQ(depth(1, 3, 64), 64u);
   EXPECT_EQ(depth(3, 3, 64), 22u);

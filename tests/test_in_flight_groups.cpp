@@ -1,4 +1,4 @@
-// How the in-flight bound groups a short step's replays (src/unit/execution_unit.cpp): the depth
+// How the in-flight bound groups a short step's replays (src/unit/in_flight.cpp): the depth
 // (UnitOptions' two bounds); groups of k replays, k the largest divisor of the depth leaving at
 // least max(max_in_flight, 2) groups, a raised depth with no such divisor raised further to the next
 // multiple of the groups; one event slot per group and device. A step with an upload is never grouped.
@@ -38,11 +38,11 @@ TEST(InFlightGroups, ShortStepsTakeEventsEveryKthReplay) {
     encore::ExecutionUnit unit = cap.end();
     const encore::detail::UnitImpl& u = encore::detail::UnitImpl::of(unit);
     const std::string what = std::to_string(c.kernels) + " kernels, max " + std::to_string(c.max) + ", min items " + std::to_string(c.min_items);
-    EXPECT_EQ(u.in_flight_depth, c.depth) << what;
-    EXPECT_EQ(u.in_flight_every, c.every) << what;
-    EXPECT_EQ(u.in_flight.size(), c.every ? c.depth / c.every : 0) << what;
+    EXPECT_EQ(u.flight.depth(), c.depth) << what;
+    EXPECT_EQ(u.flight.group_size(), c.every) << what;
+    EXPECT_EQ(u.flight.events().size(), c.every ? c.depth / c.every : 0) << what;
     for (int i = 0; i < 3 * static_cast<int>(c.depth) + 1; ++i) unit();
-    EXPECT_LT(u.in_flight_pos, c.every) << what;
+    EXPECT_LT(u.flight.ran_in_group(), c.every) << what;
   }
 }
 
@@ -56,9 +56,9 @@ TEST(InFlightGroups, AStepWithAnUploadIsNeverGrouped) {
   e.dev.launch(e.accum, {64}, {}, x, t);
   encore::ExecutionUnit unit = cap.end();
   const encore::detail::UnitImpl& u = encore::detail::UnitImpl::of(unit);
-  EXPECT_EQ(u.in_flight_depth, 64u);
-  EXPECT_EQ(u.in_flight_every, 1u);
-  EXPECT_EQ(u.in_flight.size(), 64u);
+  EXPECT_EQ(u.flight.depth(), 64u);
+  EXPECT_EQ(u.flight.group_size(), 1u);
+  EXPECT_EQ(u.flight.events().size(), 64u);
 }
 
 // A loop that waits for the whole queue every step (Device::synchronize, or a blocking copyout,
@@ -75,7 +75,7 @@ TEST(InFlightGroups, AWholeQueueWaitStartsTheRingAfresh) {
     e.dev.launch(e.addk, {64}, {}, y, 1);
     encore::ExecutionUnit unit = cap.end();
     const encore::detail::UnitImpl& u = encore::detail::UnitImpl::of(unit);
-    ASSERT_EQ(u.in_flight_every, 16u);
+    ASSERT_EQ(u.flight.group_size(), 16u);
     const char* where = on_cl ? "OpenCL" : "NULL";
     for (int i = 0; i < 40; ++i) {
       unit();
@@ -87,15 +87,15 @@ TEST(InFlightGroups, AWholeQueueWaitStartsTheRingAfresh) {
           EXPECT_EQ(v, static_cast<float>(i + 2)) << where;
         }
       }
-      EXPECT_EQ(u.in_flight_next, 0u) << where << ", replay " << i;
-      EXPECT_EQ(u.in_flight_pos, 1u) << where << ", replay " << i;
+      EXPECT_EQ(u.flight.group(), 0u) << where << ", replay " << i;
+      EXPECT_EQ(u.flight.ran_in_group(), 1u) << where << ", replay " << i;
     }
-    for (const auto& ev : u.in_flight) EXPECT_FALSE(ev) << where << ": a replay took an event although nothing was in flight";
+    for (const auto& ev : u.flight.events()) EXPECT_FALSE(ev) << where << ": a replay took an event although nothing was in flight";
     for (int i = 0; i < 20; ++i) unit();  // no wait: one group ends, the next goes on
-    EXPECT_EQ(u.in_flight_next, 1u) << where;
-    EXPECT_EQ(u.in_flight_pos, 4u) << where;
+    EXPECT_EQ(u.flight.group(), 1u) << where;
+    EXPECT_EQ(u.flight.ran_in_group(), 4u) << where;
     if (on_cl) {
-      EXPECT_TRUE(u.in_flight[0]) << "the group that ended took no event";
+      EXPECT_TRUE(u.flight.events()[0]) << "the group that ended took no event";
       EXPECT_EQ(get(y), std::vector<float>(64, 61.f)) << where;  // the capture's eager run and 60 replays
     }
   }
@@ -129,7 +129,7 @@ TEST(InFlightGroups, ATwoDeviceUnitFreedMidGroupWaitsForNothing) {
     }
     auto unit = std::make_unique<encore::ExecutionUnit>(cap.end());
     const encore::detail::UnitImpl& u = encore::detail::UnitImpl::of(*unit);
-    ASSERT_GT(u.in_flight_every, 1u) << what;
+    ASSERT_GT(u.flight.group_size(), 1u) << what;
     for (int i = 0; i < 4; ++i) (*unit)();
     a.synchronize();
     b.synchronize();
@@ -145,7 +145,7 @@ TEST(InFlightGroups, ATwoDeviceUnitFreedMidGroupWaitsForNothing) {
     };
     encore::Event gate_a = gate_on(a), gate_b = gate_on(b);
     (*unit)();  // behind the gates; mid-group
-    ASSERT_EQ(u.in_flight_pos, 1u) << what;
+    ASSERT_EQ(u.flight.ran_in_group(), 1u) << what;
     FreeOnAnotherThread freeing(unit, destroy);
     const bool soon = freeing.returned_soon();
     EXPECT_TRUE(soon) << what << ": waited for work queued behind the gate";

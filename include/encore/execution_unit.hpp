@@ -38,19 +38,9 @@ struct UnitOptions {
   // A short step keeps more replays in flight: at least this many items' worth (at most 256
   // replays), because waiting on a replay only a few launches back lets the device run dry while
   // the host wakes up (a one-kernel step: 3.0x a hand-written loop at a bound of 3 replays, 0.9x at
-  // 16, on PoCL here). 0: exactly max_in_flight replays.
-  // Such a depth D (above max_in_flight) is kept in groups of k replays, k the largest divisor of D
-  // that leaves at least max(max_in_flight, 2) groups (a one-kernel step: D = 64, 4 groups of 16;
-  // a D with no such divisor is raised to the next multiple of the groups: 10 kernels, D = 9 in 3):
-  // only a group's last replay takes the events that end it, and only a group's first replay
-  // waits, for the group D / k groups back. Still at most D replays in flight (the run after D
-  // replays waits for the first k of them), at least D - k stay queued after a wait, and the
-  // replays in between cost no event and no wait. A step with an upload (a copyin inside it) or a
-  // native call is never grouped: each of its replays takes its events, so the staging copies of
-  // host inputs are reused, and a unit is destroyed, only after the replays that read them completed.
-  // A wait for a device's whole queue (Device::synchronize, a blocking copyout) that returned since
-  // the last replay, on every device the unit uses, leaves nothing in flight: the next replay starts
-  // the groups afresh, so a loop that waits every call takes no event at all.
+  // 16, on PoCL here). 0: exactly max_in_flight replays. The deeper bound costs no event per replay
+  // (replays share waits in groups), and a loop that waits for the whole queue every call takes no
+  // event at all: docs/engines-and-c-api.md ("bounded work in flight").
   uint32_t min_items_in_flight = 64;
   // Replay independent items of a step concurrently (docs/performance.md): on a device with an
   // out-of-order queue (PoCL has one; NULL has none), a step whose replayed items form at least two

@@ -77,7 +77,7 @@ struct KindOps {
   bool (*replay_event)(BoundItem& x, NativeEvent** ev);
   // Its replay leaves host memory for the device to read after the call returns (an upload's
   // snapshot or staging copy): a unit with such an item must know when each replay completed, so
-  // each takes its events (UnitImpl::in_flight_every is 1). Opaque kinds count as reading too.
+  // each takes its events (InFlight never groups its replays). Opaque kinds count as reading too.
   bool host_reads = false;
 };
 

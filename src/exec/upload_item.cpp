@@ -42,8 +42,8 @@ void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) 
   if (it.host_slot >= 0) {  // a ring of staging copies, one per replay in flight (none when unbounded: blocking)
     x.host = &c.u.host_now[static_cast<size_t>(it.host_slot)];
     x.host_off = it.host_offset;
-    if (c.u.in_flight_depth) {
-      c.b.staging.push_back(std::make_unique<unsigned char[]>(x.n * c.u.in_flight_depth));
+    if (c.u.flight.depth()) {
+      c.b.staging.push_back(std::make_unique<unsigned char[]>(x.n * c.u.flight.depth()));
       x.staging = c.b.staging.back().get();
     }
   }
@@ -51,13 +51,13 @@ void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) 
 
 void point(BoundItem& x, uint32_t, uint32_t, BufferImpl* to, NativeMem*) { x.dst = to; }
 // An upload from a host input: the bytes bound for this call, copied into this replay's staging
-// copy (the replay that used it last, in_flight_depth calls ago, has completed: run_unit waited for
-// it), so the caller may change them as soon as the run returns. Unbounded: a blocking upload.
+// copy (the one at its place in the in-flight bound, whose last user has completed: InFlight::begin
+// waited for it), so the caller may change them as soon as the run returns. Unbounded: a blocking upload.
 void replay(Binding& b, BoundItem& x) {
   if (!x.host) return enqueue_upload(*x.dst, x.data, x.n, false);
   const unsigned char* src = *x.host + x.host_off;
   if (!x.staging) return enqueue_upload(*x.dst, src, x.n, true);
-  unsigned char* copy = x.staging + static_cast<size_t>(b.ring) * x.n;
+  unsigned char* copy = x.staging + static_cast<size_t>(b.place) * x.n;
   std::memcpy(copy, src, x.n);
   enqueue_upload(*x.dst, copy, x.n, false);
 }

@@ -84,7 +84,7 @@ void set_var(UnitImpl& u, uint32_t slot, VarValue v, bool in_replay) {
       u.rebind = true;
       throw;
     }
-    u.wait_in_flight();
+    u.flight.wait();
     u.bound.reset();
     throw;
   }

@@ -59,35 +59,9 @@ std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buf
   u.staged.assign(p.inputs.size(), 0);
   u.vars = p.var_init;
   u.changed_slots.reserve(p.inputs.size());
-  if (p.opt.max_in_flight > 0) {
-    const uint64_t per = std::max<uint64_t>(p.stats.items_replayed, 1);
-    const uint64_t for_items = std::min<uint64_t>((p.opt.min_items_in_flight + per - 1) / per, 256);
-    u.in_flight_depth = static_cast<uint32_t>(std::max<uint64_t>(p.opt.max_in_flight, for_items));
-    // A short step (the depth raised for min_items_in_flight) takes its events every k-th replay
-    // only (an event object and a wait per replay cost a launch-bound loop ~7%): groups of k
-    // replays, k the largest divisor of the depth that leaves at least max_in_flight groups (and
-    // two, so that waiting for the oldest group leaves the others queued). A long step: k = 1. So
-    // is a step that leaves host memory to the device (an upload): it must know when each replay
-    // completed before reusing that memory or freeing it, and without an event it could only wait
-    // for a marker, so for other work queued meanwhile too.
-    bool host_reads = false;
-    for (const ExecItem& it : p.items) host_reads = host_reads || kind_of(it).host_reads || kind_of(it).opaque;
-    const uint32_t groups = std::max<uint32_t>(p.opt.max_in_flight, 2);
-    for (uint32_t k = host_reads ? 0 : u.in_flight_depth / groups; k > 1; --k)
-      if (u.in_flight_depth % k == 0) {
-        u.in_flight_every = k;
-        break;
-      }
-    // a raised depth with no such divisor (7 for a 10-kernel step, 13 for 5 kernels) goes up to the
-    // next multiple of the groups, so it groups too: still at least min_items_in_flight items
-    const uint32_t up = (u.in_flight_depth + groups - 1) / groups * groups;
-    if (!host_reads && for_items > p.opt.max_in_flight && u.in_flight_every == 1 && up <= 256 && up / groups > 1) {
-      u.in_flight_depth = up;
-      u.in_flight_every = up / groups;
-    }
-  }
-  u.in_flight.resize(static_cast<size_t>(u.in_flight_depth / u.in_flight_every) * p.devices.size());
-  u.queue_waits_seen.assign(p.devices.size(), 0);
+  bool host_reads = false;  // items that leave host memory to the device never group
+  for (const ExecItem& it : p.items) host_reads = host_reads || kind_of(it).host_reads || kind_of(it).opaque;
+  u.flight.size(p.opt, p.stats.items_replayed, host_reads, p.devices.size());
   if (debug_level() >= 1) {
     const UnitStats& st = p.stats;
     char line[320];
@@ -126,16 +100,9 @@ void check_not_replaying(const UnitImpl& u, const char* op) {
 }  // namespace detail
 
 ExecutionUnit::ExecutionUnit() = default;
-// The unit's in-flight replays read its upload snapshots and arena: UnitImpl's destructor waits
-// for them (the events that end them), never for unrelated work. Unbounded units keep no events:
-// they finish their devices' queues.
-ExecutionUnit::~ExecutionUnit() {
-  if (impl_ && impl_->plan.opt.max_in_flight == 0)
-    for (auto& d : impl_->plan.devices) try {
-        d->finish();
-      } catch (...) {
-      }
-}
+// The unit's in-flight replays read its upload snapshots and arena: UnitImpl's destructor settles
+// them (InFlight::settle), never waiting for unrelated work where it kept events.
+ExecutionUnit::~ExecutionUnit() = default;
 ExecutionUnit::ExecutionUnit(ExecutionUnit&&) noexcept = default;
 ExecutionUnit& ExecutionUnit::operator=(ExecutionUnit&& o) noexcept {
   if (this != &o) {
@@ -391,10 +358,7 @@ ExecutionUnit ExecutionUnit::operator+(const ExecutionUnit& o) const {
 void ExecutionUnit::free_intermediates() {
   UnitImpl& u = need(impl_);
   UnitMark mark(u, "free_intermediates");
-  if (u.plan.opt.max_in_flight == 0)
-    for (auto& d : u.plan.devices) d->finish();
-  else
-    u.wait_in_flight();
+  u.flight.settle(u.plan.devices);
   u.bound.reset();
   if (u.arena_pool) u.arena_pool->release_unused();
 }

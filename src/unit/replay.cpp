@@ -231,18 +231,61 @@ template <class Run> static void run_items_ordered(UnitImpl& u, Binding& b, Run 
     if (!s.end[d].empty()) barrier(*u.plan.devices[d], b, s.end[d].data(), s.end[d].size());
 }
 
-UnitImpl::~UnitImpl() { wait_in_flight(); }
+UnitImpl::~UnitImpl() {
+  try {
+    flight.settle(plan.devices);
+  } catch (...) {
+  }
+}
 
-void UnitImpl::wait_in_flight() noexcept {
-  // The current group's replays took no events, and need none here: a unit groups its replays
-  // only when they leave no host memory to the device (make_unit), and the device memory they use
-  // is reused only by work queued after them on the same in-order queue. (A failed replay was
-  // reported when it was enqueued or waited for.)
-  for (OwnedEvent& e : in_flight) try {
-      e.wait_reset();
+// The binding this run replays: bound afresh where it went stale, its entries pointed at the inputs
+// bound since the last run, and its by-value arguments from host inputs set from this call's bytes.
+static Binding& ready_binding(UnitImpl& u) {
+  // a TinyJit's shared arena grew (its replays still read the smaller one), or a host item's set
+  // failed part way through a replay
+  if (u.bound && ((u.arena_pool && u.arena_gen != u.arena_pool->gen) || u.rebind)) {
+    u.flight.wait();
+    u.bound.reset();
+  }
+  if (!u.bound) bind_unit(u);
+  if (!u.changed_slots.empty()) check_inputs(u);
+  Binding& b = *u.bound;
+  for (const HostArg& h : b.host_args) h.kernel->set_arg(h.arg, h.n, u.host_now[h.slot] + h.off);
+  return b;
+}
+
+// One pass over the items, by the loop this replay needs.
+static void replay_items(UnitImpl& u, Binding& b, OwnedEvent* ends, bool debug) {
+  if (u.plan.flow) {
+    // one device, no cross-device order (make_plan refuses the rest)
+    if (debug) run_flow(u, b, [&](Binding& bd, BoundItem& x) { run_item_debug(u.plan, bd, x); });
+    else if (trace_active()) run_flow(u, b, [&](Binding& bd, BoundItem& x) { run_item_traced(u.plan, bd, x); });
+    else run_flow(u, b, [](Binding& bd, BoundItem& x) { run_item(bd, x); });  // a lambda: inlined, where a function pointer is called through
+  } else if (debug) run_items_ordered(u, b, [&](Binding& bd, BoundItem& x) { run_item_debug(u.plan, bd, x); });
+  else if (trace_active()) run_items_ordered(u, b, [&](Binding& bd, BoundItem& x) { run_item_traced(u.plan, bd, x); });
+  // concurrent (concurrent.cpp) but where one-time items run again: then in order, in step order
+  else if (b.conc.on && !once_stale(u)) run_concurrent(u, b, ends);
+  else if (u.plan.sync.ordered()) run_items_ordered(u, b, run_item);
+  else run_items(u, b, run_item);
+}
+
+// What the replay may have written is not what it was (also after a part of it ran).
+static void count_writes(Binding& b) {
+  for (BufferImpl* r : b.written_roots) r->version.fetch_add(1, std::memory_order_acq_rel);
+  for (uint32_t e : b.written_entries) b.current[e].impl()->bump();
+}
+
+// A replay that failed part way: let what it queued finish (the next replay may then reuse its
+// staging copies, which host uploads read), and leave it no completion events.
+static void after_failed_replay(UnitImpl& u, Binding& b, OwnedEvent* ends) noexcept {
+  b.end_events = nullptr;
+  count_writes(b);
+  for (auto& d : u.plan.devices) try {
+      d->finish();
     } catch (...) {
     }
-  in_flight_pos = 0;  // the next replay starts a group (its slot's staging copies are free)
+  if (ends)
+    for (size_t d = 0; d < u.plan.devices.size(); ++d) ends[d].reset();
 }
 
 // The thread replaying a unit, marked in the unit itself (UnitMark, unit.hpp): a thread id
@@ -252,94 +295,33 @@ void UnitImpl::wait_in_flight() noexcept {
 void run_unit(UnitImpl& u, OwnedEvent* done) {
   static const bool debug = debug_level() >= 2;
   UnitMark mark(u, "run");
-  if (u.bound && u.arena_pool && u.arena_gen != u.arena_pool->gen) {
-    u.wait_in_flight();  // its replays still read the smaller arena
-    u.bound.reset();
-  }
-  if (u.bound && u.rebind) {  // a host item's set failed part way through a replay
-    u.wait_in_flight();
-    u.bound.reset();
-  }
-  if (!u.bound) bind_unit(u);
-  if (!u.changed_slots.empty()) check_inputs(u);
-  Binding& b = *u.bound;
-  // by-value arguments from host inputs: this call's bytes, set before anything is enqueued
-  for (const HostArg& h : b.host_args) h.kernel->set_arg(h.arg, h.n, u.host_now[h.slot] + h.off);
-  // bounded work in flight: a group's first replay waits for the group in its slot, the one
-  // in_flight_depth / in_flight_every groups back, so for every replay but the last
-  // in_flight_depth - in_flight_every ones; only a group's last replay takes events
-  const size_t nd = u.plan.devices.size();
-  // every device's whole queue waited for (Device::synchronize, a blocking read) since the last
-  // replay queued its work: the replays in flight have all completed, so the ring starts afresh
-  // and a loop that waits every step takes no events at all (PoCL: ~7% of a 10-kernel step)
-  if (!u.in_flight.empty() && (u.in_flight_next | u.in_flight_pos) != 0) {
-    bool waited = true;
-    for (size_t d = 0; d < nd && waited; ++d) waited = u.plan.devices[d]->queue_waits_done.load() > u.queue_waits_seen[d];
-    if (waited) u.in_flight_next = u.in_flight_pos = 0;
-  }
-  OwnedEvent* slot = u.in_flight.empty() ? nullptr : &u.in_flight[u.in_flight_next * nd];
-  if (slot && u.in_flight_pos == 0)
-    for (size_t d = 0; d < nd; ++d) slot[d].wait_reset();
+  Binding& b = ready_binding(u);
+  const InFlight::Turn turn = u.flight.begin(u.plan.devices);
   for (uint32_t s = 0; s < u.staged.size(); ++s)
     if (u.staged[s]) enqueue_copy(*u.staging[s].impl(), *u.inputs[s].impl(), u.staging[s].nbytes(), nullptr);
-  // the staging copy of this replay's place in the ring: its previous user was in the group whose
-  // events the group's first replay waited for (the invariant host uploads rely on)
-  b.ring = u.in_flight_next * u.in_flight_every + u.in_flight_pos;
-  const bool ends_group = slot && u.in_flight_pos + 1 == u.in_flight_every;
-  OwnedEvent* ends = done ? done : ends_group ? slot : nullptr;
+  b.place = turn.place;
+  OwnedEvent* ends = done ? done : turn.ends;
   // the plain loop ends each device's replay with its last kernel's event; the others with markers
   b.end_events = ends && !debug && !trace_active() && !u.plan.sync.ordered() && (!u.plan.flow || u.plan.flow_tail) && !b.conc.on ? ends : nullptr;
-  // a replay that fails part way cancels the split-phase calls it began and did not finish
-  struct CancelOpen {
+  struct CancelOpen {  // the split-phase calls a failed replay began and did not finish
     Binding& b;
     ~CancelOpen() {
       if (!b.splits.empty()) cancel_open(b);
     }
   } cancel{b};
   try {
-    if (u.plan.flow) {
-      // one device, no cross-device order (make_plan refuses the rest)
-      if (debug) run_flow(u, b, [&](Binding& bd, BoundItem& x) { run_item_debug(u.plan, bd, x); });
-      else if (trace_active()) run_flow(u, b, [&](Binding& bd, BoundItem& x) { run_item_traced(u.plan, bd, x); });
-      else run_flow(u, b, [](Binding& bd, BoundItem& x) { run_item(bd, x); });  // a lambda: inlined, where a function pointer is called through
-    } else if (debug) run_items_ordered(u, b, [&](Binding& bd, BoundItem& x) { run_item_debug(u.plan, bd, x); });
-    else if (trace_active()) run_items_ordered(u, b, [&](Binding& bd, BoundItem& x) { run_item_traced(u.plan, bd, x); });
-    // concurrent (concurrent.cpp) but where one-time items run again: then in order, in step order
-    else if (b.conc.on && !once_stale(u)) run_concurrent(u, b, ends);
-    else if (u.plan.sync.ordered()) run_items_ordered(u, b, run_item);
-    else run_items(u, b, run_item);
+    replay_items(u, b, ends, debug);
   } catch (...) {
-    // a failed enqueue leaves this replay without its in-flight events: let what it queued finish,
-    // so the next replay may reuse this replay's staging copies (host uploads read them)
-    b.end_events = nullptr;
-    // part of the step ran: what it may have written is not what it was
-    for (BufferImpl* r : b.written_roots) r->version.fetch_add(1, std::memory_order_acq_rel);
-    for (uint32_t e : b.written_entries) b.current[e].impl()->bump();
-    for (auto& d : u.plan.devices) try {
-        d->finish();
-      } catch (...) {
-      }
-    if (ends)
-      for (size_t d = 0; d < nd; ++d) ends[d].reset();  // a part of a replay that failed: complete now
+    after_failed_replay(u, b, ends);
     throw;
   }
-  for (BufferImpl* r : b.written_roots) r->version.fetch_add(1, std::memory_order_acq_rel);
-  for (uint32_t e : b.written_entries) b.current[e].impl()->bump();
+  count_writes(b);
   if (ends) {
     b.end_events = nullptr;
-    for (size_t d = 0; d < nd; ++d)
+    for (size_t d = 0; d < u.plan.devices.size(); ++d)
       if (!ends[d]) ends[d] = OwnedEvent(u.plan.devices[d].get(), u.plan.devices[d]->enqueue_marker());
   }
-  if (ends_group) {
-    if (done)
-      for (size_t d = 0; d < nd; ++d) slot[d] = done[d].share();
-    u.in_flight_next = (u.in_flight_next + 1) % (u.in_flight_depth / u.in_flight_every);
-    u.in_flight_pos = 0;
-  } else if (slot) {
-    ++u.in_flight_pos;
-  }
-  // read after this replay's last enqueue: a queue wait that takes a later ticket covers it
-  for (size_t d = 0; d < nd; ++d) u.queue_waits_seen[d] = u.plan.devices[d]->queue_waits_begun.load();
+  u.flight.end(turn, done, u.plan.devices);
 }
 
 }  // namespace encore::detail

@@ -18,6 +18,7 @@
 #include "exec/enqueue.hpp"
 #include "core/buffer_impl.hpp"
 #include "core/var_state.hpp"
+#include "unit/in_flight.hpp"
 #include "unit/view_cache.hpp"
 #include "core/size_ref.hpp"
 
@@ -273,9 +274,9 @@ struct Binding {
   // own events as it; null: this replay takes no event, or markers after it instead
   OwnedEvent* end_events = nullptr;
   uint32_t first_end = 0;  // the first bound item marked ends_device (n_replay: none)
-  // which staging copy this replay's host uploads use, in [0, in_flight_depth): the copy's previous
-  // user is a replay in_flight_depth / in_flight_every groups back, complete before this one starts
-  uint32_t ring = 0;
+  // this replay's place in the in-flight bound (InFlight::Turn::place): the staging copy its host
+  // uploads use, whose previous user has completed
+  uint32_t place = 0;
   ConcurrentOrder conc;
 };
 
@@ -322,20 +323,7 @@ struct UnitImpl {
   // CaptureOptions::record_only: the one-time items never ran, so the first run runs them (their
   // versions are taken as changed)
   bool once_unrun = false;
-  // The in-flight bound (UnitOptions' two bounds): at most in_flight_depth replays in flight, in
-  // groups of in_flight_every consecutive replays (1 but for a short step). Only a group's last
-  // replay takes events: per device, its last command's (its last kernel's own, or a marker), kept
-  // in the group's slot ([group slot][device], in_flight_depth / in_flight_every slots); a group's
-  // first replay waits for the events in its slot, those of the group that many groups back.
-  // Units whose items leave host memory to the device (KindOps::host_reads) never group.
-  std::vector<OwnedEvent> in_flight;
-  uint32_t in_flight_next = 0;           // the current group's slot
-  uint32_t in_flight_pos = 0;            // replays of the current group run so far
-  uint32_t in_flight_depth = 0;          // replays in flight at most (0: unbounded)
-  uint32_t in_flight_every = 1;          // replays per group
-  // per device: its queue_waits_begun after the last replay's enqueues (DeviceImpl). A replay that
-  // finds every device's queue_waits_done above it starts the ring afresh: nothing is in flight
-  std::vector<uint64_t> queue_waits_seen;
+  InFlight flight;                       // the bound on replays in flight (in_flight.hpp)
   // the thread using the unit now (none: a default id): inside run_unit, or inside a call that binds
   // or frees it. Taken by one compare-exchange (UnitMark), so a second thread is refused, and so are
   // the unit's own calls from a native item of its replay
@@ -348,10 +336,7 @@ struct UnitImpl {
   std::vector<const unsigned char*> host_now;
   uint64_t arena_gen = 0;                // the pool's generation when bound
   bool rebind = false;                   // a host item's set failed part way: bind afresh before the next run
-  ~UnitImpl();
-  // Waits for every replay still in flight that took events (the unit's own work only, never a
-  // whole queue); the current group's replays need none (see the definition).
-  void wait_in_flight() noexcept;
+  ~UnitImpl();  // settles the replays in flight first (InFlight::settle): they read its memory
 };
 
 // binding.cpp
