@@ -1,8 +1,8 @@
 #pragma once
 // The backend interface, by concern: the memory a device holds (MemoryBackend), the queue that runs
-// its work (QueueBackend) and the compiler that builds its programs (CompilerBackend), plus the
-// program and kernel objects a build makes. The OpenCL (src/opencl) and NULL (src/null) devices
-// implement all three through DeviceImpl (core/device_impl.hpp), which adds the state the core keeps
+// its work (QueueBackend), the events that order and complete it (EventBackend) and the compiler
+// that builds its programs (CompilerBackend), plus the program and kernel objects a build makes.
+// The OpenCL (src/opencl) and NULL (src/null) devices implement all four through DeviceImpl (core/device_impl.hpp), which adds the state the core keeps
 // per device. Nothing here is installed.
 //   NativeMem* m = dev.raw_alloc(n); dev.write(m, 0, host, n, true); dev.launch(k, 1, gws, lws, nullptr);
 #include <cstddef>
@@ -100,9 +100,6 @@ class QueueBackend {
   // two queues (eager: whole queues, src/exec/enqueue.cpp; replay: src/unit/sync.cpp).
   virtual void copy_peer(const DeviceImpl& src_dev, NativeMem* dst_root, size_t dst_off, NativeMem* src_root, size_t src_off, size_t n,
                          NativeEvent* const* waits, uint32_t n_waits, NativeEvent** done);
-  // Later work on this queue starts after `evs` (markers of this context's queues; null entries are
-  // skipped) have completed, without a host wait.
-  virtual void enqueue_barrier(NativeEvent* const* /*evs*/, uint32_t /*n*/) {}
   // Enqueues a launch of `k` (global and local sizes over `dims` dimensions; local null: the
   // driver's choice). `done` given: set to the launch's own completion event, not flushed (see
   // flush), or null where work is complete when the call returns (NULL); the caller releases it.
@@ -115,23 +112,6 @@ class QueueBackend {
   }
   // Waits until everything enqueued so far has completed.
   virtual void finish_queue() = 0;
-  // Submits what is queued (clFlush): before an event is handed to code that may only poll it.
-  virtual void flush() {}
-  // Device start and end of a completed event's command; false where the queue does not profile.
-  // The one device-time query: launch timing and the device clock are built on it.
-  virtual bool event_times(NativeEvent* /*ev*/, uint64_t* /*start_ns*/, uint64_t* /*end_ns*/) { return false; }
-
-  // Events. A marker completes when everything enqueued so far has finished; null where work is
-  // complete when its call returns (NULL). Markers are released with release_event.
-  virtual NativeEvent* enqueue_marker() { return nullptr; }
-  // Waits for `ev` (OpenCLError when its command failed).
-  virtual void wait_event(NativeEvent* /*ev*/) {}
-  // Whether `ev` has completed, without waiting (OpenCLError when its command failed).
-  virtual bool event_done(NativeEvent* /*ev*/) { return true; }
-  // One more reference to `ev`, released by its own release_event.
-  virtual void retain_event(NativeEvent* /*ev*/) {}
-  // Drops one reference to `ev` (after the exit drain: nothing, the driver may be gone).
-  virtual void release_event(NativeEvent* /*ev*/) noexcept {}
   // A second queue of this device whose commands run out of order, each after its wait list: the
   // replay of independent items (src/unit/concurrent.cpp). Opened at the first call (a unit's bind,
   // never a replay); false where the device offers none (NULL; OpenCL without
@@ -156,6 +136,35 @@ class QueueBackend {
 
  protected:
   ~QueueBackend() = default;
+};
+
+// The events of a device's queue: markers, barriers, waits. Pure: a default could only be the NULL
+// device's (work complete when its call returns), and a backend that forgot an override would
+// then order and wait for nothing, silently.
+class EventBackend {
+ public:
+  // Submits what is queued (clFlush): before an event is handed to code that may only poll it.
+  virtual void flush() = 0;
+  // Later work on this queue starts after `evs` (markers of this context's queues; null entries are
+  // skipped) have completed, without a host wait.
+  virtual void enqueue_barrier(NativeEvent* const* evs, uint32_t n) = 0;
+  // A marker completes when everything enqueued so far has finished; null where work is complete
+  // when its call returns (NULL). Markers are released with release_event.
+  virtual NativeEvent* enqueue_marker() = 0;
+  // Waits for `ev` (OpenCLError when its command failed).
+  virtual void wait_event(NativeEvent* ev) = 0;
+  // Whether `ev` has completed, without waiting (OpenCLError when its command failed).
+  virtual bool event_done(NativeEvent* ev) = 0;
+  // One more reference to `ev`, released by its own release_event.
+  virtual void retain_event(NativeEvent* ev) = 0;
+  // Drops one reference to `ev` (after the exit drain: nothing, the driver may be gone).
+  virtual void release_event(NativeEvent* ev) noexcept = 0;
+  // Device start and end of a completed event's command; false where the queue does not profile.
+  // The one device-time query: launch timing and the device clock are built on it.
+  virtual bool event_times(NativeEvent* ev, uint64_t* start_ns, uint64_t* end_ns) = 0;
+
+ protected:
+  ~EventBackend() = default;
 };
 
 // The compiler of one device.

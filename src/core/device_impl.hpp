@@ -21,9 +21,9 @@ namespace encore::detail {
 class Allocator;
 struct ProgramImpl;
 
-// One device: the backend interface (core/backend.hpp: memory, queue, compiler) that the OpenCL
+// One device: the backend interface (core/backend.hpp: memory, queue, events, compiler) that the OpenCL
 // and NULL devices implement, and the state the core keeps for it.
-struct DeviceImpl : std::enable_shared_from_this<DeviceImpl>, MemoryBackend, QueueBackend, CompilerBackend {
+struct DeviceImpl : std::enable_shared_from_this<DeviceImpl>, MemoryBackend, QueueBackend, EventBackend, CompilerBackend {
   DeviceInfo info;
   std::unique_ptr<Allocator> allocator;
   std::mutex programs_mu;

@@ -5,14 +5,6 @@
 
 namespace encore {
 
-namespace detail {
-
-QueueEvent::~QueueEvent() { dev->release_event(ev); }
-void QueueEvent::wait() { dev->wait_event(ev); }
-bool QueueEvent::done() { return dev->event_done(ev); }
-
-}  // namespace detail
-
 void Event::wait() const {
   if (impl_) impl_->wait();
 }

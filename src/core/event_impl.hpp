@@ -14,16 +14,15 @@ struct EventImpl {
   virtual bool done() = 0;
 };
 
-// An event of one device's queue, owned (released with it). `ev` stays a raw pointer: the OpenCL
-// interop hands it out as a cl_event.
+// An event of one device's queue, owned: `dev` keeps the device alive while the handle (and the
+// OpenCL interop's cl_event, ev.get()) is held; `ev` releases the event once, after it.
 struct QueueEvent final : EventImpl {
-  QueueEvent(std::shared_ptr<DeviceImpl> d, NativeEvent* e) : dev(std::move(d)), ev(e) {}
-  QueueEvent(std::shared_ptr<DeviceImpl> d, OwnedEvent e) : dev(std::move(d)), ev(e.release()) {}
-  ~QueueEvent() override;
-  void wait() override;
-  bool done() override;
-  std::shared_ptr<DeviceImpl> dev;
-  NativeEvent* ev;
+  QueueEvent(std::shared_ptr<DeviceImpl> d, NativeEvent* e) : dev(std::move(d)), ev(dev.get(), e) {}
+  QueueEvent(std::shared_ptr<DeviceImpl> d, OwnedEvent e) : dev(std::move(d)), ev(std::move(e)) {}
+  void wait() override { ev.wait(); }
+  bool done() override { return ev.done(); }
+  std::shared_ptr<DeviceImpl> dev;  // declared first: destroyed after `ev` is released
+  OwnedEvent ev;
 };
 
 // Completes when every part has.

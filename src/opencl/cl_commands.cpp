@@ -202,7 +202,7 @@ void ClDevice::enqueue_wait(std::span<const Event> events) {
   std::vector<cl_event> same;
   for (const Event& e : events) {
     auto* q = dynamic_cast<QueueEvent*>(e.impl().get());
-    if (q && q->dev && q->dev->context == context) same.push_back(reinterpret_cast<cl_event>(q->ev));  // a cl_event of this context
+    if (q && q->dev && q->dev->context == context) same.push_back(reinterpret_cast<cl_event>(q->ev.get()));  // a cl_event of this context
     else e.wait();
   }
   if (!same.empty())

@@ -91,7 +91,7 @@ cl_event native(const Event& e) {
   auto* q = dynamic_cast<detail::QueueEvent*>(e.impl().get());
   if (!q || !dynamic_cast<detail::ClDevice*>(q->dev.get()))
     throw ArgumentError("encore::opencl::native: the event is not one OpenCL event (empty, from the NULL device, or over several devices)");
-  return reinterpret_cast<cl_event>(q->ev);
+  return reinterpret_cast<cl_event>(q->ev.get());
 }
 
 cl_context context(const Device& dev) { return cl_device_of(dev.impl(), "encore::opencl::context").ctx(); }
