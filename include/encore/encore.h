@@ -94,7 +94,8 @@ typedef enum encore_status {
   ENCORE_ERROR_JIT = 5,              /* a capture/replay rule was broken (inputs not matching, ...) */
   ENCORE_ERROR_OUT_OF_MEMORY = 6,    /* host or device allocation failed */
   ENCORE_ERROR_UNSUPPORTED = 7,      /* not available in this build */
-  ENCORE_ERROR_WORKLOAD = 8,         /* reserved: no call returns it (the C API writes no workload files) */
+  ENCORE_ERROR_WORKLOAD = 8,         /* a saved unit's file cannot be read or written, or holds what a loaded unit cannot
+                                        (encore_unit_save / encore_unit_load, encore/encore_workload.h) */
   ENCORE_ERROR_UNKNOWN = 9,          /* anything else */
   ENCORE_STATUS_MAX_ENUM = 0x7fffffff /* (not a status: makes every int a valid value, as in C) */
 } encore_status;
@@ -444,6 +445,11 @@ ENCORE_C_API encore_status encore_unit_run_and_wait(encore_unit unit, double* se
 ENCORE_C_API encore_status encore_unit_free_intermediates(encore_unit unit);
 /* What the capture found: items, pruned, planned bytes. */
 ENCORE_C_API encore_status encore_unit_get_stats(encore_unit unit, encore_unit_stats* out);
+/* A new handle (destroy it) to the buffer named `name` by the unit's maker: encore_unit_load names the
+ * saved file's inputs, state, const buffers and outputs (encore/encore_workload.h); a captured unit
+ * names none (its buffers are the caller's handles). No such name is ENCORE_ERROR_INVALID_ARGUMENT
+ * listing the names. */
+ENCORE_C_API encore_status encore_unit_buffer(encore_unit unit, const char* name, encore_buffer* out);
 /* A unit running a then b (pruning and planning re-run over the whole). */
 ENCORE_C_API encore_status encore_unit_concat(encore_unit a, encore_unit b, encore_unit* out);
 

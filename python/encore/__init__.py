@@ -37,7 +37,7 @@ def jit(fn=None, **options):
     each call's bytes), bound Variables (`var.bind(v)`), `encore.key(v)` and int/float/bool
     constants (which must keep their captured values). It returns None, a Buffer, or a tuple or
     list of Buffers; replay returns the SAME buffers every call, overwritten in place.
-    Options: enabled, prune, plan, max_in_flight, min_items_in_flight, allow_copyout, check_closure,
+    Options: enabled, prune, plan, max_in_flight, min_items_in_flight, concurrent, allow_copyout, check_closure,
     check_access, fresh_outputs, verify, max_units (default: from ENCORE_JIT / ENCORE_VERIFY, as in C++).
     """
     import functools

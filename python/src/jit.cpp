@@ -89,6 +89,7 @@ encore::JitOptions jit_options(const py::kwargs& kw) {
     else if (n == "plan") o.unit.plan = v.cast<bool>();
     else if (n == "max_in_flight") o.unit.max_in_flight = v.cast<uint32_t>();
     else if (n == "min_items_in_flight") o.unit.min_items_in_flight = v.cast<uint32_t>();
+    else if (n == "concurrent") o.unit.concurrent = v.cast<bool>();
     else if (n == "allow_copyout") o.capture.allow_copyout = v.cast<bool>();
     else if (n == "check_closure") o.capture.check_closure = v.cast<bool>();
     else if (n == "check_access") o.capture.check_access = v.cast<bool>();
@@ -96,7 +97,7 @@ encore::JitOptions jit_options(const py::kwargs& kw) {
     else if (n == "verify") o.verify = v.cast<int>();
     else if (n == "max_units") o.max_units = v.cast<uint32_t>();
     else
-      throw py::type_error("TinyJit: unknown option '" + n + "' (enabled, prune, plan, max_in_flight, min_items_in_flight, allow_copyout, "
+      throw py::type_error("TinyJit: unknown option '" + n + "' (enabled, prune, plan, max_in_flight, min_items_in_flight, concurrent, allow_copyout, "
                            "check_closure, check_access, fresh_outputs, verify, max_units)");
   }
   return o;
@@ -105,7 +106,7 @@ encore::JitOptions jit_options(const py::kwargs& kw) {
 py::dict stats_dict(const encore::UnitStats& s) {
   return py::dict("items"_a = s.items, "items_pruned"_a = s.items_pruned, "items_replayed"_a = s.items_replayed, "inputs"_a = s.inputs,
                   "variables"_a = s.variables, "temp_bytes_naive"_a = s.temp_bytes_naive, "temp_bytes_planned"_a = s.temp_bytes_planned,
-                  "temp_bytes_lower_bound"_a = s.temp_bytes_lower_bound, "planned_temps"_a = s.planned_temps);
+                  "temp_bytes_lower_bound"_a = s.temp_bytes_lower_bound, "planned_temps"_a = s.planned_temps, "chains"_a = s.chains);
 }
 
 class PyJit {

@@ -331,3 +331,74 @@ def test_verify_mode_replays_equal_eager(cl):
     for i in range(5):
         j(x, z, a.bind(0.5 * i))
     assert j.calls == 5
+
+
+CHAINS_SRC = """
+__kernel void bump(__global float* a, __global const float* x, float k) {
+  size_t i = get_global_id(0);
+  a[i] = a[i] * k + x[i];
+}
+"""
+
+
+def run_chains(dev, chains=4, length=3, calls=5, n=64, **options):
+    """`chains` independent chains of `length` launches each (one state buffer per chain, all
+    reading one const buffer): what concurrent replay may overlap. No input buffer: one could be
+    bound to any buffer, so every item touching one is ordered with every writer."""
+    k = dev.compile(CHAINS_SRC).kernel("bump")
+    bufs = [dev.alloc(np.arange(n, dtype=np.float32) + c) for c in range(chains)]
+    x = dev.alloc(np.linspace(-1, 1, n, dtype=np.float32))
+
+    def step():
+        for c, b in enumerate(bufs):
+            for _ in range(length):
+                dev.launch(k, n, None, b, x, 0.5 + 0.125 * c)
+
+    j = encore.TinyJit(step, **options)
+    for _ in range(calls):
+        j()
+    return j, [b.copyout() for b in bufs]
+
+
+def test_concurrent_option_replays_equal_eager(dev):
+    _, eager = run_chains(dev, enabled=False)
+    for concurrent in (True, False):
+        j, replay = run_chains(dev, enabled=True, concurrent=concurrent)
+        assert j.calls == 5 and j.stats["chains"] == 4
+        for e, r in zip(eager, replay):
+            np.testing.assert_array_equal(e, r)
+    with pytest.raises(TypeError, match="concurrent"):
+        encore.TinyJit(lambda: None, concurren=True)
+
+
+def test_capture_takes_the_concurrent_option(dev):
+    k = dev.compile(CHAINS_SRC).kernel("bump")
+    x = dev.alloc(np.ones(32, np.float32))
+    a, b = dev.alloc(np.zeros(32, np.float32)), dev.alloc(np.full(32, 2, np.float32))
+    with encore.Capture(concurrent=True) as cap:
+        dev.launch(k, 32, None, a, x, 0.5)
+        dev.launch(k, 32, None, b, x, 0.25)
+    unit = cap.unit
+    unit()
+    unit()
+    if not dev.is_null:
+        assert a.copyout().tolist() == [1.75] * 32  # three steps of a * 0.5 + 1 from 0
+        assert b.copyout().tolist() == [1.34375] * 32  # three steps of b * 0.25 + 1 from 2
+
+
+@pytest.mark.parametrize("concurrent", [True, False])
+def test_concurrent_option_reaches_the_unit(cl, concurrent):
+    # the replay path is told at ENCORE_DEBUG=1, read once per process: a child process of its own
+    import os
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = ("import sys; sys.path.insert(0, %r); import encore, test_jit; "
+            "test_jit.run_chains(encore.Device.open(%r), enabled=True, concurrent=%r)" % (here, cl.id, concurrent))
+    env = dict(os.environ, ENCORE_DEBUG="1",
+               PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.dirname(encore.__file__)), os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    want = "concurrent, on the device's out-of-order queue" if concurrent else "in order (UnitOptions::concurrent is off)"
+    assert "replay: " + want in r.stderr, r.stderr

@@ -267,6 +267,30 @@ std::unique_lock<std::mutex> lock_idle(JitObj& j, const char* op) {
 
 }  // namespace
 
+// ---- encore/c_handles.hpp
+
+Device device_of(encore_device h, const char* what) { return get<DeviceObj>(h, what)->dev; }
+
+std::shared_ptr<ExecutionUnit> unit_of(encore_unit h, const char* what) {
+  std::shared_ptr<UnitObj> o = get<UnitObj>(h, what);
+  return std::shared_ptr<ExecutionUnit>(o, &o->unit);
+}
+
+encore_unit to_handle(ExecutionUnit u, std::vector<std::pair<std::string, Buffer>> named) {
+  std::shared_ptr<UnitObj> o = make_unit(std::move(u));
+  o->named = std::move(named);
+  encore_unit h = nullptr;
+  put(std::move(o), &h);
+  return h;
+}
+
+UnitOptions unit_options(const encore_unit_options* opt) {
+  const encore_unit_options o = read_sized(opt, kUnitOptionsSizes, unit_defaults(), "encore_unit_options");
+  const UnitOptions u = to_unit_options(o.prune, o.plan, o.max_in_flight, o.min_items_in_flight, o.concurrent);
+  u.validate();  // the C++ API's bounds, in its words (Capture's constructor checks them too)
+  return u;
+}
+
 }  // namespace encore::capi
 
 using namespace encore;
@@ -288,11 +312,9 @@ encore_status encore_capture_begin(const encore_unit_options* opt, encore_captur
     need(out, "out");
     *out = nullptr;
     check_not_in_native("begin a capture");
-    const encore_unit_options o = read_sized(opt, kUnitOptionsSizes, unit_defaults(), "encore_unit_options");
+    const UnitOptions u = unit_options(opt);
     CaptureOptions c;
-    c.allow_copyout = o.allow_copyout != 0;
-    const UnitOptions u = to_unit_options(o.prune, o.plan, o.max_in_flight, o.min_items_in_flight, o.concurrent);
-    u.validate();  // the C++ API's bounds, in its words (Capture's constructor checks them too)
+    c.allow_copyout = read_sized(opt, kUnitOptionsSizes, unit_defaults(), "encore_unit_options").allow_copyout != 0;
     c.validate();
     auto cap = std::make_shared<CaptureObj>();
     cap->cap = std::make_unique<Capture>(u, c);
@@ -448,6 +470,29 @@ encore_status encore_unit_get_stats(encore_unit unit, encore_unit_stats* out) {
     auto u = get<UnitObj>(unit, "unit");
     need(out, "out");
     fill_stats(u->unit.stats(), out);
+  });
+}
+
+encore_status encore_unit_buffer(encore_unit unit, const char* name, encore_buffer* out) {
+  return guard(__func__, [&] {
+    need(out, "out");
+    *out = nullptr;
+    auto u = get<UnitObj>(unit, "unit");
+    need(name, "name");
+    for (const auto& [n, b] : u->named)
+      if (n == name) {
+        auto o = std::make_shared<BufferObj>();
+        o->buf = b;
+        put(std::move(o), out);
+        return;
+      }
+    std::string known;
+    for (const auto& nb : u->named) known += (known.empty() ? "" : ", ") + nb.first;
+    fail(ENCORE_ERROR_INVALID_ARGUMENT,
+         "the unit has no buffer named \"" + std::string(name) + "\" (" +
+             (known.empty() ? "it names none: a captured unit's buffers are the caller's own handles; encore_unit_load names a saved file's"
+                            : "its buffers: " + known + "; temporaries belong to the unit") +
+             ")");
   });
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "encore/buffer.hpp"
+#include "encore/c_handles.hpp"
 #include "encore/device.hpp"
 #include "encore/encore.h"
 #include "encore/error.hpp"
@@ -62,7 +63,10 @@ struct KernelObj : Object { Kernel kernel; };
 struct VariableObj : Object { Variable var; explicit VariableObj(Variable v) : var(std::move(v)) {} };
 struct SizeExprObj : Object { Size size; explicit SizeExprObj(Size s) : size(std::move(s)) {} };
 struct CaptureObj : Object { std::unique_ptr<Capture> cap; };
-struct UnitObj : Object { ExecutionUnit unit; };
+struct UnitObj : Object {
+  ExecutionUnit unit;
+  std::vector<std::pair<std::string, Buffer>> named;  // what its maker named (encore_unit_buffer)
+};
 // Completion of enqueued work: complete when all parts are (no parts: complete already).
 struct EventObj : Object { std::vector<Event> parts; };
 struct JitObj;
@@ -98,11 +102,10 @@ template <class T> void put(std::shared_ptr<T> obj, typename KindOf<T>::H* out) 
 }
 template <class T, class H> encore_status destroy(const char* fn, H h);
 
-// Runs body; maps exceptions to a status and sets this thread's last error, prefixed by `fn`.
-encore_status set_error(const char* fn, encore_status s, const std::string& msg) noexcept;
-encore_status current_exception_status(const char* fn) noexcept;
 // The status of this thread's last failed call (with encore_last_error()'s message).
 encore_status last_status() noexcept;
+// Runs body; maps exceptions to a status and sets this thread's last error, prefixed by `fn`
+// (set_error and current_exception_status: encore/c_handles.hpp).
 template <class F> encore_status guard(const char* fn, F&& body) noexcept {
   try {
     body();

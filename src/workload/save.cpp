@@ -41,6 +41,12 @@ std::string qstep(std::string_view s) {
   return r;
 }
 
+// A file or folder of the save that could not be written: a WorkloadError, so the C API gives it
+// ENCORE_ERROR_WORKLOAD like every other problem of the file (encore/encore_workload.h).
+[[noreturn]] void cannot_write(const std::filesystem::path& p, const std::string& why) {
+  fail("", "save_workload: cannot write " + quote(p.string()) + (why.empty() ? "" : ": " + why));
+}
+
 bool has_write(Access a) { return (static_cast<uint8_t>(a) & static_cast<uint8_t>(Access::out)) != 0; }
 
 // A JSON number that reads back as exactly `d` (as a double): %.17g round-trips every double.
@@ -87,7 +93,9 @@ class Saver {
     if (stem.empty()) stem = "workload";
     const std::filesystem::path dir = path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
     const std::string data_rel = stem + ".data";
-    std::filesystem::create_directories(dir / data_rel);
+    std::error_code ec;
+    std::filesystem::create_directories(dir / data_rel, ec);
+    if (ec) cannot_write(dir / data_rel, ec.message());
     dir_ = dir;
     data_rel_ = data_rel;
     classify();
@@ -106,7 +114,7 @@ class Saver {
     std::ofstream f(path, std::ios::binary | std::ios::trunc);
     f << json;
     f.close();
-    if (!f) throw Error("save_workload: cannot write " + path.string());
+    if (!f) cannot_write(path, "");
   }
 
  private:
@@ -250,7 +258,7 @@ class Saver {
     std::ofstream f(dir_ / rel, std::ios::binary | std::ios::trunc);
     f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
     f.close();
-    if (!f) throw Error("save_workload: cannot write " + (dir_ / rel).string());
+    if (!f) cannot_write(dir_ / rel, "");
     return ", \"binary\": {\"file\": " + quote(rel) + ", \"key\": " + quote(key) + ", \"sum\": \"" + detail::binary_sum(bytes) + "\"}";
   }
 
@@ -411,7 +419,7 @@ class Saver {
         std::ofstream f(dir / rel, std::ios::binary | std::ios::trunc);
         f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
         f.close();
-        if (!f) throw Error("save_workload: cannot write " + (dir / rel).string());
+        if (!f) cannot_write(dir / rel, "");
         out += ", \"init\": {\"file\": " + quote(rel) + "}";
       }
       out += "}";
