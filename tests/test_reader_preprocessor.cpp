@@ -65,6 +65,19 @@ TEST(ReaderPreprocessor, IncludeDirectivesSkipCommentsAndDeadGroups) {
   EXPECT_EQ(names, (std::vector<std::string>{"a.h q 1", "b.h 4", "e.h q 11", "f.h q 13", "g.h q 20", "HDR c 22"}));
 }
 
+// -D, -U and -I have one reader (preprocessor_options): the macros the reader defines and the
+// directories the program cache searches come from the same words, split the same way. A flag
+// alone takes the next word, whatever it looks like, as the driver does ("-I -DX": a directory).
+TEST(ReaderPreprocessor, BuildOptionsHaveOneReader) {
+  std::vector<std::string> seen;
+  for (const auto& o : encore::detail::preprocessor_options("-cl-fast-relaxed-math -DA=1 -D B\t-UC -Iinc -I other -I -DX -w -D"))
+    seen.push_back(std::string(1, o.flag) + ":" + o.value + "(" + o.word + ")");
+  EXPECT_EQ(seen, (std::vector<std::string>{"D:A=1(-DA=1)", "D:B(B)", "U:C(-UC)", "I:inc(-Iinc)", "I:other(other)", "I:-DX(-DX)", "D:(-D)"}));
+  // what the reader makes of them: -D B defines B to 1, -UC undefines C, "-I -DX" defines nothing
+  EXPECT_EQ(unreadable("#if B == 1 && !defined(X)\ntypedef float t;\n#endif\n__kernel void k(__global t* p) {}\n", "-D B -I -DX"), "(readable)");
+  EXPECT_NE(unreadable("#if defined(X)\ntypedef float t;\n#endif\n__kernel void k(__global t* p) {}\n", "-I -DX"), "(readable)");
+}
+
 TEST(ReaderPreprocessor, IssueExamples) {
   auto p = params(kRealT);
   ASSERT_EQ(p.size(), 1u);

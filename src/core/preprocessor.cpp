@@ -294,20 +294,11 @@ class Pp {
 
   // -D and -U, in order, as the driver passes them to its preprocessor.
   void options(const std::string& opts) {
-    std::vector<std::string> w;
-    for (size_t i = 0; i < opts.size();) {
-      size_t e = opts.find_first_of(" \t\n", i);
-      if (e == std::string::npos) e = opts.size();
-      if (e > i) w.push_back(opts.substr(i, e - i));
-      i = e + 1;
-    }
-    for (size_t i = 0; i < w.size(); ++i) {
-      std::string arg;
-      const bool d = w[i].rfind("-D", 0) == 0, u = w[i].rfind("-U", 0) == 0;
-      if (!d && !u) continue;
-      arg = w[i].size() > 2 ? w[i].substr(2) : i + 1 < w.size() ? w[++i] : "";
-      if (arg.find_first_of("\"'\\") != std::string::npos) return give_up("the build option " + w[i] + " holds quotes or a backslash");
-      if (u) {
+    for (const BuildOption& o : preprocessor_options(opts)) {
+      if (o.flag == 'I') continue;
+      const std::string& arg = o.value;
+      if (arg.find_first_of("\"'\\") != std::string::npos) return give_up("the build option " + o.word + " holds quotes or a backslash");
+      if (o.flag == 'U') {
         macros_.erase(arg);
         undefined_.insert(arg);
         continue;
@@ -587,6 +578,29 @@ class Pp {
 };
 
 }  // namespace
+
+std::vector<BuildOption> preprocessor_options(const std::string& options) {
+  std::vector<std::string> w;
+  for (size_t i = 0; i < options.size();) {
+    size_t e = i;
+    while (e < options.size() && !std::isspace(static_cast<unsigned char>(options[e]))) ++e;
+    if (e > i) w.push_back(options.substr(i, e - i));
+    i = e + 1;
+  }
+  std::vector<BuildOption> out;
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (w[i].size() < 2 || w[i][0] != '-' || (w[i][1] != 'D' && w[i][1] != 'U' && w[i][1] != 'I')) continue;
+    const char flag = w[i][1];
+    if (w[i].size() > 2) out.push_back({flag, w[i].substr(2), w[i]});
+    else if (i + 1 < w.size()) {
+      ++i;
+      out.push_back({flag, w[i], w[i]});
+    } else if (flag != 'I') {
+      out.push_back({flag, "", w[i]});  // "-D" last: an empty name, refused where it is defined
+    }
+  }
+  return out;
+}
 
 std::vector<IncludeDirective> include_directives(const std::string& text) {
   const std::vector<Tok> t = lex(text);

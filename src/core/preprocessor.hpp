@@ -51,4 +51,15 @@ struct IncludeDirective {
 // of those the compiler reads.
 std::vector<IncludeDirective> include_directives(const std::string& text);
 
+// One preprocessor option of a build-option string, as the driver reads it: `flag` 'D', 'U' or
+// 'I', `value` what follows it in the same word or, when the word is the flag alone, the next word
+// ("-DN=4", "-D N=4", "-Iinc", "-I inc"); `word` the word the value came from (for messages).
+// The one reader of -D, -U and -I: the preprocessor's macros and the program cache's include
+// search read the same options the same way.
+struct BuildOption {
+  char flag;
+  std::string value, word;
+};
+std::vector<BuildOption> preprocessor_options(const std::string& options);
+
 }  // namespace encore::detail

@@ -68,27 +68,13 @@ std::string cache_key_text(const std::string& prefix, const std::string& source,
   return k;
 }
 
-namespace {
-
-std::vector<std::string> include_dirs(const std::string& options) {
-  std::vector<std::string> words, dirs;
-  std::istringstream ss(options);
-  for (std::string w; ss >> w;) words.push_back(w);
-  for (size_t i = 0; i < words.size(); ++i) {
-    if (words[i] == "-I" && i + 1 < words.size()) dirs.push_back(words[++i]);
-    else if (words[i].rfind("-I", 0) == 0 && words[i].size() > 2) dirs.push_back(words[i].substr(2));
-  }
-  return dirs;
-}
-
-}  // namespace
-
 Includes read_includes(const std::string& source, const std::string& options) {
   Includes r;
   if (source.find("include") == std::string::npos) return r;  // the common case: no file system access
   std::error_code ec;
   std::vector<fs::path> search{fs::current_path(ec)};
-  for (const std::string& d : include_dirs(options)) search.push_back(fs::absolute(d, ec));
+  for (const BuildOption& o : preprocessor_options(options))
+    if (o.flag == 'I') search.push_back(fs::absolute(o.value, ec));
   std::vector<std::string> seen;  // canonical paths read so far
   // (text, its directory, how it was reached) still to scan
   struct Pending {
