@@ -110,7 +110,10 @@ class ENCORE_API Device {
   // Eager execution: builds an ExecItem and runs it at once (recorded when a capture is active).
   //   dev.launch(k, {n}, {}, x, y, 2.0f, encore::in(w), pos, encore::LocalMem{256});
   template <class... A> void launch(const Kernel& k, const Sizes& global, const Sizes& local, A&&... args) const {
-    std::vector<Arg> v{Arg(std::forward<A>(args))...};
+    // built in place: an initializer list would copy every Arg (its handles' reference counts) and then drop the list
+    std::vector<Arg> v;
+    v.reserve(sizeof...(A));
+    (v.emplace_back(std::forward<A>(args)), ...);
     launch_args(k, global, local, std::move(v));
   }
   void launch_args(const Kernel& k, const Sizes& global, const Sizes& local, std::vector<Arg> args,

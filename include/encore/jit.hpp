@@ -169,6 +169,14 @@ struct CallArgs {
   std::vector<HostSpan> hosts;
   std::vector<int64_t> keys;
   void clear() { buffers.clear(); vars.clear(); scalars.clear(); hosts.clear(); keys.clear(); }
+  // member by member (std::swap would move each vector three times)
+  void swap(CallArgs& o) noexcept {
+    buffers.swap(o.buffers);
+    vars.swap(o.vars);
+    scalars.swap(o.scalars);
+    hosts.swap(o.hosts);
+    keys.swap(o.keys);
+  }
 };
 
 template <class T> struct is_std_vector : std::false_type {};
@@ -261,6 +269,8 @@ struct SigPart {
 };
 // `a`'s signature into `out` (reused: no allocation once it has grown), and its description.
 ENCORE_API void signature_of(const CallArgs& a, std::vector<SigPart>& out);
+// Whether `a`'s signature is `sig`, without writing one (the common call: the last call's signature).
+ENCORE_API bool has_signature(const CallArgs& a, const std::vector<SigPart>& sig);
 ENCORE_API std::string describe_signature(const std::vector<SigPart>& sig);
 struct ArenaPool;  // the arenas the units of one TinyJit share (src/unit/unit.hpp)
 ENCORE_API std::shared_ptr<ArenaPool> make_arena_pool();
@@ -349,7 +359,10 @@ template <class F> class TinyJit {
     BindingScope scope(args_.vars, true);
     if (!opt_.enabled || detail::JitCore::capture_active()) return eager<R>(std::forward<A>(a)...);
     Slot& s = select();
-    s.core.args = args_;  // (capacity reused: no allocation once grown)
+    // handed over, not copied (no reference count touched per buffer); args_ takes the slot's last
+    // arguments, let go now, and both keep their capacity
+    s.core.args.swap(args_);
+    args_.clear();
     if constexpr (std::is_void_v<R>) call<R>(s, std::forward<A>(a)...);
     else return call<R>(s, std::forward<A>(a)...);
   }
@@ -441,9 +454,14 @@ template <class F> class TinyJit {
   }
 
   Slot& select() {
-    detail::signature_of(args_, sig_);
     ++tick_;
     ++calls_;  // counted here, so a call that throws counts too (the warnings' "within N calls")
+    // the last call's slot again (or the one slot of max_units 1): found without building sig_
+    if (last_ && (opt_.max_units <= 1 || detail::has_signature(args_, last_->sig))) {
+      new_streak_ = 0;
+      return touch(*last_);
+    }
+    detail::signature_of(args_, sig_);
     if (Slot* s = find(sig_)) {
       new_streak_ = 0;
       return touch(*s);

@@ -133,17 +133,20 @@ void Device::launch_args(const Kernel& k, const Sizes& global, const Sizes& loca
   if (global.n == 0) throw ArgumentError("launch " + k.name() + ": global size needs 1 to 3 dimensions");
   if (!local.empty() && local.n != global.n)
     throw ArgumentError("launch " + k.name() + ": local size has " + std::to_string(local.n) + " dimensions, global " + std::to_string(global.n));
+  bool local_args = false;
   for (size_t i = 0; i < args.size(); ++i) {
     Arg& a = args[i];
     const KernelParam& p = params[i];
     if (p.is_pointer && p.space == AddressSpace::local) {
       if (a.kind != Arg::Kind::local || a.local_bytes == 0) throw ArgumentError(where(i) + ": expected __local memory (encore::LocalMem{bytes})");
+      local_args = true;
     } else if (p.is_pointer) {
       if (a.kind != Arg::Kind::buffer) throw ArgumentError(where(i) + ": expected a buffer");
       if (!a.buf) throw ArgumentError(where(i) + ": null buffer");
-      if (a.buf.impl()->dev != shared_impl())
+      const BufferImpl& bi = *a.buf.impl();
+      if (bi.dev != shared_impl())
         throw ArgumentError(where(i) + ": buffer " + a.buf.describe() + " is not on " + id());
-      if (!p.accepts(a.buf.dtype(), a.buf.count())) throw ArgumentError(where(i) + ": " + pointee_mismatch(p, a.buf));
+      if (!p.accepts(bi.dtype, bi.count)) throw ArgumentError(where(i) + ": " + pointee_mismatch(p, a.buf));
       if (a.access == Access::none) a.access = p.default_access();
       if (p.read_only() && has(a.access, Access::out))
         throw ArgumentError(where(i) + ": a const/__constant parameter cannot be written (access " + encore::name(a.access) + ")");
@@ -161,9 +164,12 @@ void Device::launch_args(const Kernel& k, const Sizes& global, const Sizes& loca
         throw ArgumentError(where(i) + ": a by-value half needs cl_khr_fp16, which " + id() + " (" + info().name + ") does not report");
     }
   }
-  check_local_memory(*ki.program->dev, *ki.eager, args, k.name());
+  // without __local arguments only the kernel's own __local memory can be over the limit
+  if (local_args || ki.eager->local_mem_bytes() > ki.program->dev->info.local_mem_bytes)
+    check_local_memory(*ki.program->dev, *ki.eager, args, k.name());
   check_not_in_host("launch a kernel");
-  if (!current_recorder() && debug_level() < 2 && !trace_active()) {
+  const Recorder* rec = current_recorder();
+  if (!rec && debug_level() < 2 && !trace_active()) {
     // the common eager case: run straight from the arguments, no ExecItem to build and destroy
     LaunchDims ld;
     run_kernel_eager(ki, args, global, local, ld, nullptr);
@@ -177,7 +183,7 @@ void Device::launch_args(const Kernel& k, const Sizes& global, const Sizes& loca
   item.local = local;
   item.name = std::move(name);
   item.estimate = estimate;
-  if (const Recorder* r = current_recorder(); r && r->check_access && !dry_tracing() && has_access_claims(ki, item.args))
+  if (rec && rec->check_access && rec->dry == 0 && has_access_claims(ki, item.args))
     run_checking_access(item);
   else
     run_item_eager(item);

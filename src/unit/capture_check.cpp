@@ -62,15 +62,25 @@ CallRecord summarize_call(const std::vector<ExecItem>& items, const std::vector<
     r.bufs.push_back(seen(b));
     r.args.push_back(a);
   };
-  auto size_of = [](const Size& s) {
-    return s.is_affine() ? SeenSize{s.var() ? s.var()->state() : nullptr, s.mul(), s.add(), Size()} : SeenSize{nullptr, 0, 0, s};
+  auto size_of = [&r](const Size& s) {
+    if (s.is_affine()) return SeenSize{s.var() ? s.var()->state() : nullptr, s.mul(), s.add(), -1};
+    r.exprs.push_back(s);
+    return SeenSize{nullptr, 0, 0, static_cast<int32_t>(r.exprs.size() - 1)};
   };
   std::vector<Operand> ops;
+  // a kernel's title depends on the kernel alone: runs of one kernel hash its name once
+  const void* last_kernel = nullptr;
+  uint64_t last_key = 0;
   for (const ExecItem& it : items) {
     SeenItem si;
     si.kind = it.kind;
     si.first = static_cast<uint32_t>(r.args.size());
-    si.key = std::hash<std::string>{}(kind_of(it).title(it)) * 8 + static_cast<uint64_t>(it.kind);
+    const void* k = it.kind == ItemKind::kernel ? static_cast<const void*>(it.kernel.impl()) : nullptr;
+    if (!k || k != last_kernel) {
+      last_key = std::hash<std::string>{}(kind_of(it).title(it)) * 8 + static_cast<uint64_t>(it.kind);
+      last_kernel = k;
+    }
+    si.key = last_key;
     // arguments as given (kernels, native calls), else the buffers the kind touches
     for (uint32_t ai = 0; ai < it.args.size(); ++ai) {
       const Arg& x = it.args[ai];
@@ -152,8 +162,8 @@ std::vector<std::pair<uint32_t, uint32_t>> align_items(const std::vector<SeenIte
 
 namespace {
 
-std::string size_str(const SeenSize& s) {
-  if (!s.expr.is_affine()) return s.expr.str([](const Variable& v) { return "\"" + v.name() + "\""; });
+std::string size_str(const CallRecord& r, const SeenSize& s) {
+  if (s.expr >= 0) return r.exprs[static_cast<size_t>(s.expr)].str([](const Variable& v) { return "\"" + v.name() + "\""; });
   if (!s.var) return std::to_string(s.add);
   std::string v = "\"" + s.var->name + "\"";
   if (s.mul != 1) v = std::to_string(s.mul) + "*" + v;
@@ -161,10 +171,10 @@ std::string size_str(const SeenSize& s) {
   return v;
 }
 
-std::string sizes_str(const SeenSize* s, uint8_t n) {
+std::string sizes_str(const CallRecord& r, const SeenSize* s, uint8_t n) {
   if (n == 0) return "none (encore chooses)";
   std::string out = "{";
-  for (uint8_t d = 0; d < n; ++d) out += (d ? ", " : "") + size_str(s[d]);
+  for (uint8_t d = 0; d < n; ++d) out += (d ? ", " : "") + size_str(r, s[d]);
   return out + "}";
 }
 
@@ -312,14 +322,17 @@ void check_same_step(const CallRecord& c0, const CallRecord& c1, const std::vect
           break;
       }
     }
-    auto same_sizes = [](const SeenSize* p, uint8_t pn, const SeenSize* q, uint8_t qn) {
+    auto same_sizes = [&](const SeenSize* p, uint8_t pn, const SeenSize* q, uint8_t qn) {
       if (pn != qn) return false;
-      for (uint8_t d = 0; d < pn; ++d)
-        if (!(p[d] == q[d])) return false;
+      for (uint8_t d = 0; d < pn; ++d) {
+        const SeenSize &x = p[d], &y = q[d];
+        if (x.var != y.var || x.mul != y.mul || x.add != y.add || (x.expr < 0) != (y.expr < 0)) return false;
+        if (x.expr >= 0 && !(c0.exprs[static_cast<size_t>(x.expr)] == c1.exprs[static_cast<size_t>(y.expr)])) return false;
+      }
       return true;
     };
-    if (!same_sizes(a.g, a.gn, b.g, b.gn)) fail("global size", sizes_str(a.g, a.gn), sizes_str(b.g, b.gn), value_fix);
-    if (!same_sizes(a.l, a.ln, b.l, b.ln)) fail("local size", sizes_str(a.l, a.ln), sizes_str(b.l, b.ln), value_fix);
+    if (!same_sizes(a.g, a.gn, b.g, b.gn)) fail("global size", sizes_str(c0, a.g, a.gn), sizes_str(c1, b.g, b.gn), value_fix);
+    if (!same_sizes(a.l, a.ln, b.l, b.ln)) fail("local size", sizes_str(c0, a.l, a.ln), sizes_str(c1, b.l, b.ln), value_fix);
     auto source_str = [](const SeenItem& s) {
       return s.host_slot < 0 ? std::string("bytes recorded at capture")
                              : "host input " + std::to_string(s.host_slot) + " at byte offset " + std::to_string(s.host_offset);

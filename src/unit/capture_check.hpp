@@ -37,11 +37,12 @@ struct SeenBuf {
   std::weak_ptr<BufferImpl> root;    // tells a live storage from a new one at a reused address
 };
 
+// An affine size inline; a size that is not affine by its index in CallRecord::exprs (compared by
+// form), so the common item carries no Size of its own (100k items: half the record's bytes).
 struct SeenSize {
   const VarState* var = nullptr;
   int64_t mul = 0, add = 0;
-  Size expr;  // a size that is not affine (compared by form); a literal 0 otherwise
-  bool operator==(const SeenSize&) const = default;
+  int32_t expr = -1;
 };
 
 struct SeenArg {
@@ -72,6 +73,7 @@ struct CallRecord {
   std::vector<SeenArg> args;
   std::vector<SeenBuf> bufs;
   std::vector<SeenBuf> outputs;
+  std::vector<Size> exprs;           // the sizes that are not affine (SeenSize::expr)
   uint32_t fresh = 0;                // fresh storages seen
 };
 

@@ -384,6 +384,23 @@ void signature_of(const CallArgs& a, std::vector<SigPart>& out) {
   for (int64_t key : a.keys) out[k++] = SigPart{nullptr, static_cast<uint64_t>(key), 0, 4};
 }
 
+bool has_signature(const CallArgs& a, const std::vector<SigPart>& sig) {
+  if (sig.size() != a.buffers.size() + a.vars.size() + a.hosts.size() + a.keys.size()) return false;
+  const SigPart* p = sig.data();
+  for (const Buffer& b : a.buffers) {
+    const BufferImpl* i = b.impl();
+    if (!(*p++ == (i ? SigPart{i->dev.get(), i->count, static_cast<uint8_t>(i->dtype), static_cast<uint8_t>(i->base != nullptr)} : SigPart{})))
+      return false;
+  }
+  for (const BoundVar& v : a.vars)
+    if (!(*p++ == SigPart{v.var.state(), v.var.is_float() ? 1u : 0u, 0, 2})) return false;
+  for (const HostSpan& h : a.hosts)
+    if (!(*p++ == SigPart{nullptr, h.count, h.elem, 3})) return false;
+  for (int64_t key : a.keys)
+    if (!(*p++ == SigPart{nullptr, static_cast<uint64_t>(key), 0, 4})) return false;
+  return true;
+}
+
 std::string describe_signature(const std::vector<SigPart>& sig) {
   std::string s;
   for (const SigPart& p : sig) {

@@ -89,10 +89,15 @@ PruneResult prune(std::span<const PruneItem> items) {
 
   std::vector<Key> keys;
   keys.reserve(2 * m);
+  // a range just pushed is not pushed again (unique drops it anyway): a step whose items all touch
+  // one buffer sorts two keys, not two per item
+  const PruneAccess* last = nullptr;
   for (size_t i = 0; i < n; ++i)
     for (size_t k = 0; k < items[i].accesses.size(); ++k) {
       const PruneAccess& a = items[i].accesses[k];
       if (a.lo < a.hi) {
+        if (last && last->storage == a.storage && last->lo == a.lo && last->hi == a.hi) continue;
+        last = &a;
         keys.push_back({a.storage, a.lo, UINT32_MAX});
         keys.push_back({a.storage, a.hi, 0});
       } else {
