@@ -1,4 +1,3 @@
-#include <algorithm>
 #include <atomic>
 
 #include "encore/error.hpp"
@@ -9,11 +8,6 @@ namespace encore::detail {
 
 namespace {
 thread_local std::shared_ptr<Recorder> tl_recorder;
-// Items the last recording on this thread held: a step is captured again at about its size (a
-// TinyJit's call 0 and call 1, a capture per frame), and 100k items grown from empty moved and
-// faulted in twice their bytes. Capped: a hint, never a large reservation on its own.
-thread_local size_t tl_last_items = 0;
-constexpr size_t kMaxReserve = size_t{1} << 18;
 std::atomic<uint64_t> capture_ids{0};
 }  // namespace
 
@@ -36,7 +30,6 @@ std::shared_ptr<Recorder> start_recording(bool allow_copyout) {
   r->id = next_capture_id();
   r->allow_copyout = allow_copyout;
   r->started_us = trace_active() ? trace_now_us() : 0;
-  r->items.reserve(std::min(tl_last_items, kMaxReserve));
   start_recording(r);
   return r;
 }
@@ -44,10 +37,7 @@ std::shared_ptr<Recorder> start_recording(bool allow_copyout) {
 void stop_recording(Recorder* r) noexcept {
   if (!r) return;
   r->closed.store(true, std::memory_order_release);
-  if (tl_recorder.get() == r) {
-    tl_last_items = r->items.size();
-    tl_recorder.reset();
-  }
+  if (tl_recorder.get() == r) tl_recorder.reset();
 }
 
 uint64_t next_capture_id() { return ++capture_ids; }
