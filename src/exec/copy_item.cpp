@@ -35,24 +35,45 @@ void run_eager(const ExecItem& it) {
 
 void submit(const ExecItem& it) { it.dst.device().copy(it.dst, it.src); }
 
+// A copy as bound: its ends now (re-pointed on rebinding), its bytes, and for a copy through host
+// memory the host bytes it passes through.
+struct CopyBound {
+  BufferImpl* dst = nullptr;
+  BufferImpl* src = nullptr;
+  size_t n = 0;
+  unsigned char* staging = nullptr;
+};
+
 // The replays, one per variant (copy_path): bind picks one, so a replay only enqueues.
-void replay_queue(Binding&, BoundItem& x) { copy_on_queue(*x.dst, *x.src, x.n); }
+void replay_queue(Binding&, BoundItem& x) {
+  const CopyBound& k = payload<CopyBound>(x);
+  copy_on_queue(*k.dst, *k.src, k.n);
+}
 void replay_peer(Binding& b, BoundItem& x) {  // its dependencies (sync.cpp) as its wait list, its own event as its signal
-  enqueue_peer_copy(*x.dst, *x.src, x.n, gather_events(b, &b.wait_slots[x.wait_at], x.wait_n), x.wait_n,
+  const CopyBound& k = payload<CopyBound>(x);
+  enqueue_peer_copy(*k.dst, *k.src, k.n, gather_events(b, &b.wait_slots[x.wait_at], x.wait_n), x.wait_n,
                     x.signal >= 0 ? &b.events[x.signal] : nullptr);
 }
-void replay_host(Binding&, BoundItem& x) { copy_host(*x.dst, *x.src, x.n); }
-void replay_staged(Binding&, BoundItem& x) { copy_staged(*x.dst, *x.src, x.n, x.staging); }
+void replay_host(Binding&, BoundItem& x) {
+  const CopyBound& k = payload<CopyBound>(x);
+  copy_host(*k.dst, *k.src, k.n);
+}
+void replay_staged(Binding&, BoundItem& x) {
+  const CopyBound& k = payload<CopyBound>(x);
+  copy_staged(*k.dst, *k.src, k.n, k.staging);
+}
 
 void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) {
   Binding& b = c.b;
-  x.src = b.current[st.ops[0]].impl();
-  x.dst = b.current[st.ops[1]].impl();
-  x.n = it.dst.nbytes();
+  CopyBound& k = b.payloads.make<CopyBound>();
+  x.payload = &k;
+  k.src = b.current[st.ops[0]].impl();
+  k.dst = b.current[st.ops[1]].impl();
+  k.n = it.dst.nbytes();
   b.uses[st.ops[0]].push_back({c.bound, 0, 1});
   b.uses[st.ops[1]].push_back({c.bound, 1, 0});
   // a rebinding keeps each operand's device (bind_input refuses another), so the pair's variant holds
-  const CopyPath path = copy_path(*x.dst->dev, *x.src->dev);
+  const CopyPath path = copy_path(*k.dst->dev, *k.src->dev);
   if ((path == CopyPath::peer) != (c.p.sync.peer.size() > x.item && c.p.sync.peer[x.item]))
     throw Error("internal error: the plan's cross-device order and the copy's variant (" + std::string(name(path)) + ") disagree for " +
                 it.describe());
@@ -60,7 +81,8 @@ void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) 
     case CopyPath::queue:
       x.replay = replay_queue;
       x.replay_after = [](BoundItem& y, NativeEvent* const* waits, uint32_t n, NativeEvent** done) {
-        y.dev->copy_after(y.dst->root()->mem, y.dst->offset, y.src->root()->mem, y.src->offset, y.n, waits, n, done);
+        const CopyBound& q = payload<CopyBound>(y);
+        y.dev->copy_after(q.dst->root()->mem, q.dst->offset, q.src->root()->mem, q.src->offset, q.n, waits, n, done);
       };
       break;
     case CopyPath::peer:
@@ -69,14 +91,17 @@ void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) 
       break;
     case CopyPath::host: x.replay = replay_host; break;
     case CopyPath::staged:
-      b.staging.push_back(std::make_unique<unsigned char[]>(x.n));
-      x.staging = b.staging.back().get();
+      b.staging.push_back(std::make_unique<unsigned char[]>(k.n));
+      k.staging = b.staging.back().get();
       x.replay = replay_staged;
       break;
   }
 }
 
-void point(BoundItem& x, uint32_t, uint32_t arg, BufferImpl* to, NativeMem*) { (arg == 0 ? x.dst : x.src) = to; }
+void point(BoundItem& x, uint32_t, uint32_t arg, BufferImpl* to, NativeMem*) {
+  CopyBound& k = payload<CopyBound>(x);
+  (arg == 0 ? k.dst : k.src) = to;
+}
 
 }  // namespace
 

@@ -27,19 +27,32 @@ void run_eager(const ExecItem& it) {
 
 void submit(const ExecItem& it) { it.dst.device().fill_bytes(it.dst, it.data->data(), it.data->size()); }
 
+// A fill as bound: its buffer now (re-pointed on rebinding), the pattern and the bytes it covers.
+struct FillBound {
+  BufferImpl* dst = nullptr;
+  const unsigned char* pattern = nullptr;
+  size_t pattern_bytes = 0, n = 0;
+};
+
 void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) {
-  x.dst = c.b.current[st.ops[0]].impl();
-  x.n = it.dst.nbytes();
-  x.data = it.data->data();
-  x.unit = it.data->size();
+  FillBound& k = c.b.payloads.make<FillBound>();
+  x.payload = &k;
+  k.dst = c.b.current[st.ops[0]].impl();
+  k.n = it.dst.nbytes();
+  k.pattern = it.data->data();
+  k.pattern_bytes = it.data->size();
   c.b.uses[st.ops[0]].push_back({c.bound, 0, 0});
   x.replay_after = [](BoundItem& f, NativeEvent* const* waits, uint32_t n, NativeEvent** done) {
-    f.dev->fill_after(f.dst->root()->mem, f.dst->offset, f.data, f.unit, f.n, waits, n, done);
+    const FillBound& q = payload<FillBound>(f);
+    f.dev->fill_after(q.dst->root()->mem, q.dst->offset, q.pattern, q.pattern_bytes, q.n, waits, n, done);
   };
 }
 
-void point(BoundItem& x, uint32_t, uint32_t, BufferImpl* to, NativeMem*) { x.dst = to; }
-void replay(Binding&, BoundItem& x) { x.dev->fill(x.dst->root()->mem, x.dst->offset, x.data, x.unit, x.n); }
+void point(BoundItem& x, uint32_t, uint32_t, BufferImpl* to, NativeMem*) { payload<FillBound>(x).dst = to; }
+void replay(Binding&, BoundItem& x) {
+  const FillBound& k = payload<FillBound>(x);
+  x.dev->fill(k.dst->root()->mem, k.dst->offset, k.pattern, k.pattern_bytes, k.n);
+}
 
 }  // namespace
 

@@ -143,7 +143,7 @@ void flow_submit(const ExecItem& it) {
 void flow_replay(Binding&, BoundItem&) { throw Error("internal error: a host, branch or loop item replayed outside its unit's flow loop"); }
 
 void host_bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) {
-  auto fb = std::make_unique<FlowBound>();
+  FlowBound* fb = &c.b.payloads.make<FlowBound>();
   const Flow& f = *it.flow;
   fb->flow = &f;
   const size_t nr = f.reads, ns = it.args.size() - nr;
@@ -162,9 +162,9 @@ void host_bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem
   fb->values.resize(ns);
   fb->old.resize(ns);
   fb->given.resize(ns);
-  x.flow = fb.get();
+  x.flow = fb;
+  x.payload = fb;
   x.replay = flow_replay;
-  c.b.flows.push_back(std::move(fb));
 }
 void host_point(BoundItem& x, uint32_t k, uint32_t, BufferImpl* to, NativeMem*) { x.flow->src[k] = to; }
 
@@ -177,7 +177,7 @@ std::string flow_describe(const ExecItem& it) { return flow_title(it); }
 void flow_run_eager(const ExecItem&) {}  // the children are items of their own, run at their places
 // Children follow the item contiguously in the bound list (never one-time: src/unit/flow_plan.cpp).
 void flow_bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) {
-  auto fb = std::make_unique<FlowBound>();
+  FlowBound* fb = &c.b.payloads.make<FlowBound>();
   fb->flow = it.flow.get();
   fb->var = it.args.empty() ? 0 : st.var_ref[0];
   uint32_t at = c.bound + 1;
@@ -186,9 +186,9 @@ void flow_bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem
     at += s;
   }
   fb->starts.push_back(at);
-  x.flow = fb.get();
+  x.flow = fb;
+  x.payload = fb;
   x.replay = flow_replay;
-  c.b.flows.push_back(std::move(fb));
 }
 void no_point(BoundItem&, uint32_t, uint32_t, BufferImpl*, NativeMem*) {}
 

@@ -3,7 +3,7 @@
 #include <array>
 #include <mutex>
 
-#include "exec/kind.hpp"
+#include "exec/kernel_bound.hpp"
 #include "core/program_impl.hpp"
 
 namespace encore::detail {
@@ -64,7 +64,8 @@ void submit(const ExecItem& it) { it.kernel.device().launch_args(it.kernel, it.g
 // On the out-of-order queue (a concurrent replay): an empty launch is a marker, so what waits for
 // it still waits for what it waited for.
 void replay_after(BoundItem& x, NativeEvent* const* waits, uint32_t n, NativeEvent** done) {
-  if (!x.ld.empty) return x.dev->launch_after(*x.kernel, x.ld.dims, x.ld.gws, x.ld.lws, waits, n, done);
+  const KernelBound& k = payload<KernelBound>(x);
+  if (!k.ld.empty) return x.dev->launch_after(*k.kernel, k.ld.dims, k.ld.gws, k.ld.lws, waits, n, done);
   NativeEvent* m = x.dev->marker_after(waits, n);
   if (done) *done = m;
   else x.dev->release_event(m);
@@ -74,36 +75,39 @@ void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) 
   Binding& b = c.b;
   const Plan& p = c.p;
   KernelImpl& k = *it.kernel.impl();
+  KernelBound& kb = b.payloads.make<KernelBound>();
+  x.payload = &kb;
   {
     std::lock_guard<std::mutex> lock(k.program->mu);
-    x.kernel = k.program->backend->create_kernel(k.sig->name);
+    kb.kernel = k.program->backend->create_kernel(k.sig->name);
   }
+  BackendKernel* const kernel = kb.kernel.get();
   uint32_t op = 0;
   for (uint32_t ai = 0; ai < it.args.size(); ++ai) {
     const Arg& a = it.args[ai];
     switch (a.kind) {
       case Arg::Kind::buffer: {
         const uint32_t e = st.ops[op];
-        x.kernel->set_buffer(ai, b.current[e].impl()->handle());
+        kernel->set_buffer(ai, b.current[e].impl()->handle());
         b.uses[e].push_back({c.bound, op++, ai});
         break;
       }
-      case Arg::Kind::scalar: x.kernel->set_arg(ai, size(a.dtype), &a.bits); break;
-      case Arg::Kind::local: x.kernel->set_local(ai, a.local_bytes); break;
+      case Arg::Kind::scalar: kernel->set_arg(ai, size(a.dtype), &a.bits); break;
+      case Arg::Kind::local: kernel->set_local(ai, a.local_bytes); break;
       case Arg::Kind::bytes:
         if (a.host_slot >= 0) {
-          const HostArg h{x.kernel.get(), ai, static_cast<uint32_t>(a.host_slot), a.host_offset, a.value->size()};
-          x.kernel->set_arg(ai, h.n, c.u.host_now[h.slot] + h.off);
+          const HostArg h{kernel, ai, static_cast<uint32_t>(a.host_slot), a.host_offset, a.value->size()};
+          kernel->set_arg(ai, h.n, c.u.host_now[h.slot] + h.off);
           b.host_args.push_back(h);
         } else {
-          x.kernel->set_arg(ai, a.value->size(), a.value->data());
+          kernel->set_arg(ai, a.value->size(), a.value->data());
         }
         break;
       case Arg::Kind::variable: {
         uint32_t v = st.var_ref[ai];
         uint64_t bits = var_arg_bits(*p.vars[v].state(), c.u.vars[v].i, c.u.vars[v].f, a.dtype);
-        x.kernel->set_arg(ai, size(a.dtype), &bits);
-        b.var_args[v].push_back({c.bound, ai, a.dtype});
+        kernel->set_arg(ai, size(a.dtype), &bits);
+        b.var_args[v].push_back({kernel, ai, a.dtype});
         break;
       }
     }
@@ -113,27 +117,50 @@ void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) 
       if (s == &st.l[d] && !st.has_local) continue;
       auto use = [&](uint32_t v) {
         auto& users = b.var_sizes[v];
-        if (users.empty() || users.back() != c.bound) users.push_back(c.bound);
+        if (users.empty() || users.back().out != &kb.ld) users.push_back({x.item, x.dev, kernel, &kb.ld});
       };
       if (s->expr >= 0)
         for (uint32_t v : p.size_exprs[static_cast<size_t>(s->expr)].vars) use(v);
       else if (s->var >= 0)
         use(static_cast<uint32_t>(s->var));
     }
-  resolve_sizes(p, x, c.u.vars, x.ld);
+  resolve_sizes(p, SizeUse{x.item, x.dev, kernel, &kb.ld}, c.u.vars, kb.ld);
   x.replay_after = replay_after;
 }
 
-void point(BoundItem& x, uint32_t, uint32_t arg, BufferImpl*, NativeMem* handle) { x.kernel->set_buffer(arg, handle); }
+void point(BoundItem& x, uint32_t, uint32_t arg, BufferImpl*, NativeMem* handle) { payload<KernelBound>(x).kernel->set_buffer(arg, handle); }
 
 
 bool replay_event(BoundItem& x, NativeEvent** ev) {
-  if (x.ld.empty) return false;  // a zero global size: OpenCL enqueues nothing
-  *ev = x.dev->launch_traced(*x.kernel, x.ld.dims, x.ld.gws, x.ld.lws);
+  const KernelBound& k = payload<KernelBound>(x);
+  if (k.ld.empty) return false;  // a zero global size: OpenCL enqueues nothing
+  *ev = x.dev->launch_traced(*k.kernel, k.ld.dims, k.ld.gws, k.ld.lws);
   return true;
 }
 
+const LaunchDims* launch(const BoundItem& x) { return &payload<KernelBound>(x).ld; }
+
 }  // namespace
+
+// Overflow-checked, so a wrap to a small positive size cannot pass unnoticed. Sizes are resolved
+// here at bind and at every set_var, never in the replay loop: that loop needs no check.
+static int64_t eval(const Plan& p, const SizeRef& s, const std::vector<VarValue>& vars) {
+  try {
+    return eval_size(s, p.size_exprs, vars, p.vars);
+  } catch (const ArgumentError& e) {
+    throw ArgumentError(std::string("replay launch: ") + e.what());
+  }
+}
+
+void resolve_sizes(const Plan& p, const SizeUse& s, const std::vector<VarValue>& vars, LaunchDims& out) {
+  const PlanStep& st = p.steps[s.item];
+  int64_t g[3], l[3];
+  for (uint32_t d = 0; d < st.dims; ++d) {
+    g[d] = eval(p, st.g[d], vars);
+    if (st.has_local) l[d] = eval(p, st.l[d], vars);
+  }
+  resolve_launch(st.dims, g, st.has_local ? l : nullptr, *s.dev, *s.kernel, out, "replay launch");
+}
 
 bool run_kernel_eager(KernelImpl& k, const std::vector<Arg>& args, const Sizes& global, const Sizes& local, LaunchDims& ld,
                       uint64_t* ns, const ExecItem* traced) {
@@ -186,6 +213,6 @@ bool run_kernel_eager(KernelImpl& k, const std::vector<Arg>& args, const Sizes& 
 }
 
 const KindOps kernel_kind{"kernel", operands, operand_name, queue, label, title, describe, uses_variables, false, true,
-                          run_eager, submit, bind, point, replay_launch, replay_event};
+                          run_eager, submit, bind, point, replay_launch, replay_event, false, launch};
 
 }  // namespace encore::detail

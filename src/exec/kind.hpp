@@ -79,11 +79,9 @@ struct KindOps {
   // snapshot or staging copy): a unit with such an item must know when each replay completed, so
   // each takes its events (InFlight never groups its replays). Opaque kinds count as reading too.
   bool host_reads = false;
+  // The launch sizes a bound item runs with (traces, ENCORE_DEBUG=2): null for kinds without.
+  const LaunchDims* (*launch)(const BoundItem& x) = nullptr;
 };
-
-// The kernel kind's replay: inline, so the replay loop can take it without an indirect call (most
-// replayed items are launches; on NULL the call cost ~2 ns of ~11 per item).
-inline void replay_launch(Binding&, BoundItem& x) { enqueue_launch(*x.dev, *x.kernel, x.ld, nullptr); }
 
 // A split-phase native call's two replay items (src/unit/sync.cpp places them): the begin at the
 // call's place, the finish where its results are first needed.

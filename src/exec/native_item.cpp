@@ -32,12 +32,21 @@ void run_eager(const ExecItem& it) {
 
 void submit(const ExecItem& it) { Device(it.native->dev).run_native(it.native, it.args, it.name); }
 
-// Its buffers' handles live in Binding::native_mems, reserved at bind so the pointers stay valid.
+// A native call as bound (a split-phase call's begin and finish items share one): the call and its
+// buffers' handles now, in Binding::native_mems (reserved at bind so the pointers stay valid).
+struct NativeBound {
+  const NativeCall* call = nullptr;
+  NativeMem** mems = nullptr;
+  size_t count = 0;
+};
+
 void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) {
   Binding& b = c.b;
-  x.call = it.native.get();
-  x.n = it.args.size();
-  x.mems = b.native_mems.data() + b.native_mems.size();
+  NativeBound& k = b.payloads.make<NativeBound>();
+  x.payload = &k;
+  k.call = it.native.get();
+  k.count = it.args.size();
+  k.mems = b.native_mems.data() + b.native_mems.size();
   for (uint32_t ai = 0; ai < it.args.size(); ++ai) {
     b.native_mems.push_back(b.current[st.ops[ai]].impl()->handle());
     b.uses[st.ops[ai]].push_back({c.bound, ai, ai});
@@ -50,14 +59,18 @@ void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) 
   }
 }
 
-void point(BoundItem& x, uint32_t, uint32_t arg, BufferImpl*, NativeMem* handle) { x.mems[arg] = handle; }
+void point(BoundItem& x, uint32_t, uint32_t arg, BufferImpl*, NativeMem* handle) { payload<NativeBound>(x).mems[arg] = handle; }
 
-void replay(Binding&, BoundItem& x) { enqueue_native(*x.dev, *x.call, x.mems, x.n); }
+void replay(Binding&, BoundItem& x) {
+  const NativeBound& k = payload<NativeBound>(x);
+  enqueue_native(*x.dev, *k.call, k.mems, k.count);
+}
 
 }  // namespace
 
 void replay_begin(Binding& b, BoundItem& x) {
-  x.call->begin(*x.dev, x.mems, x.n);
+  const NativeBound& k = payload<NativeBound>(x);
+  k.call->begin(*x.dev, k.mems, k.count);
   b.open[static_cast<size_t>(x.split)] = 1;
 }
 
@@ -65,7 +78,8 @@ void replay_finish(Binding& b, BoundItem& x) {
   uint8_t& open = b.open[static_cast<size_t>(x.split)];
   if (!open) return;  // not begun in this replay (it failed before), or finished already
   open = 0;           // a finish that throws is not cancelled after it
-  x.call->finish(*x.dev, x.mems, x.n);
+  const NativeBound& k = payload<NativeBound>(x);
+  k.call->finish(*x.dev, k.mems, k.count);
 }
 
 void cancel_open(Binding& b) noexcept {
@@ -73,7 +87,7 @@ void cancel_open(Binding& b) noexcept {
     if (b.open[k]) {
       b.open[k] = 0;
       BoundItem& y = b.items[b.splits[k]];
-      y.call->cancel(*y.dev);
+      payload<NativeBound>(y).call->cancel(*y.dev);
     }
 }
 

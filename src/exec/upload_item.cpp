@@ -34,32 +34,47 @@ void run_eager(const ExecItem& it) {
 
 void submit(const ExecItem& it) { it.dst.copyin_bytes(it.data->data(), it.data->size()); }
 
+// An upload as bound: its buffer now (re-pointed on rebinding), its bytes: the captured ones, or
+// a host input's bound now (UnitImpl::host_now[slot] + host_off) through a staging copy per
+// replay in flight.
+struct UploadBound {
+  BufferImpl* dst = nullptr;
+  const unsigned char* data = nullptr;
+  size_t n = 0;
+  const unsigned char* const* host = nullptr;
+  uint64_t host_off = 0;
+  unsigned char* staging = nullptr;
+};
+
 void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) {
-  x.dst = c.b.current[st.ops[0]].impl();
-  x.n = it.dst.nbytes();
-  x.data = it.data->data();
+  UploadBound& k = c.b.payloads.make<UploadBound>();
+  x.payload = &k;
+  k.dst = c.b.current[st.ops[0]].impl();
+  k.n = it.dst.nbytes();
+  k.data = it.data->data();
   c.b.uses[st.ops[0]].push_back({c.bound, 0, 0});
   if (it.host_slot >= 0) {  // a ring of staging copies, one per replay in flight (none when unbounded: blocking)
-    x.host = &c.u.host_now[static_cast<size_t>(it.host_slot)];
-    x.host_off = it.host_offset;
+    k.host = &c.u.host_now[static_cast<size_t>(it.host_slot)];
+    k.host_off = it.host_offset;
     if (c.u.flight.depth()) {
-      c.b.staging.push_back(std::make_unique<unsigned char[]>(x.n * c.u.flight.depth()));
-      x.staging = c.b.staging.back().get();
+      c.b.staging.push_back(std::make_unique<unsigned char[]>(k.n * c.u.flight.depth()));
+      k.staging = c.b.staging.back().get();
     }
   }
 }
 
-void point(BoundItem& x, uint32_t, uint32_t, BufferImpl* to, NativeMem*) { x.dst = to; }
+void point(BoundItem& x, uint32_t, uint32_t, BufferImpl* to, NativeMem*) { payload<UploadBound>(x).dst = to; }
 // An upload from a host input: the bytes bound for this call, copied into this replay's staging
 // copy (the one at its place in the in-flight bound, whose last user has completed: InFlight::begin
 // waited for it), so the caller may change them as soon as the run returns. Unbounded: a blocking upload.
 void replay(Binding& b, BoundItem& x) {
-  if (!x.host) return enqueue_upload(*x.dst, x.data, x.n, false);
-  const unsigned char* src = *x.host + x.host_off;
-  if (!x.staging) return enqueue_upload(*x.dst, src, x.n, true);
-  unsigned char* copy = x.staging + static_cast<size_t>(b.place) * x.n;
-  std::memcpy(copy, src, x.n);
-  enqueue_upload(*x.dst, copy, x.n, false);
+  const UploadBound& k = payload<UploadBound>(x);
+  if (!k.host) return enqueue_upload(*k.dst, k.data, k.n, false);
+  const unsigned char* src = *k.host + k.host_off;
+  if (!k.staging) return enqueue_upload(*k.dst, src, k.n, true);
+  unsigned char* copy = k.staging + static_cast<size_t>(b.place) * k.n;
+  std::memcpy(copy, src, k.n);
+  enqueue_upload(*k.dst, copy, k.n, false);
 }
 
 }  // namespace

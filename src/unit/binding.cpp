@@ -33,26 +33,6 @@ void point_entry(UnitImpl& u, uint32_t e, const Buffer& b) {
   bd->current[e] = b;
 }
 
-// Overflow-checked, so a wrap to a small positive size cannot pass unnoticed. Sizes are resolved
-// here at bind and at every set_var, never in the replay loop: that loop needs no check.
-static int64_t eval(const Plan& p, const SizeRef& s, const std::vector<VarValue>& vars) {
-  try {
-    return eval_size(s, p.size_exprs, vars, p.vars);
-  } catch (const ArgumentError& e) {
-    throw ArgumentError(std::string("replay launch: ") + e.what());
-  }
-}
-
-void resolve_sizes(const Plan& p, const BoundItem& b, const std::vector<VarValue>& vars, LaunchDims& out) {
-  const PlanStep& st = p.steps[b.item];
-  int64_t g[3], l[3];
-  for (uint32_t d = 0; d < st.dims; ++d) {
-    g[d] = eval(p, st.g[d], vars);
-    if (st.has_local) l[d] = eval(p, st.l[d], vars);
-  }
-  resolve_launch(st.dims, g, st.has_local ? l : nullptr, *b.dev, *b.kernel, out, "replay launch");
-}
-
 void set_var(UnitImpl& u, uint32_t slot, VarValue v, bool in_replay) {
   Binding* bd = u.bound.get();
   if (!bd) {
@@ -66,7 +46,7 @@ void set_var(UnitImpl& u, uint32_t slot, VarValue v, bool in_replay) {
   u.vars[slot] = v;
   try {
     LaunchDims ld;
-    for (uint32_t bi : bd->var_sizes[slot]) resolve_sizes(u.plan, bd->items[bi], u.vars, ld);
+    for (const SizeUse& s : bd->var_sizes[slot]) resolve_sizes(u.plan, s, u.vars, ld);
   } catch (...) {
     u.vars[slot] = old;
     throw;
@@ -74,7 +54,7 @@ void set_var(UnitImpl& u, uint32_t slot, VarValue v, bool in_replay) {
   try {
     for (const VarUse& use : bd->var_args[slot]) {
       uint64_t bits = var_arg_bits(vs, v.i, v.f, use.as);
-      bd->items[use.bound].kernel->set_arg(use.arg, size(use.as), &bits);
+      use.k->set_arg(use.arg, size(use.as), &bits);
     }
   } catch (...) {
     // some kernels may hold the new value and some the old: the next run binds afresh (a host
@@ -88,7 +68,7 @@ void set_var(UnitImpl& u, uint32_t slot, VarValue v, bool in_replay) {
     u.bound.reset();
     throw;
   }
-  for (uint32_t bi : bd->var_sizes[slot]) resolve_sizes(u.plan, bd->items[bi], u.vars, bd->items[bi].ld);
+  for (const SizeUse& s : bd->var_sizes[slot]) resolve_sizes(u.plan, s, u.vars, *s.out);
 }
 
 Buffer ArenaPool::get(const std::shared_ptr<DeviceImpl>& dev, uint64_t bytes) {
@@ -134,7 +114,7 @@ static void bind_entries(UnitImpl& u, Binding& b) {
         b.current[e] = v;
         break;
       }
-      case PlanEntry::Kind::input: b.current[e] = entry_buffer(u, e, u.staged[pe.slot] ? u.staging[pe.slot] : u.inputs[pe.slot]); break;
+      case PlanEntry::Kind::input: b.current[e] = entry_buffer(u, e, u.copied[pe.slot] ? u.alias_copy[pe.slot] : u.inputs[pe.slot]); break;
     }
     b.current[e].impl()->ensure_allocated();
   }
@@ -151,9 +131,7 @@ static void add_finishes(const Plan& p, Binding& b, const std::vector<uint32_t>&
     f.replay = replay_finish;
     f.item = cidx;  // its trace and debug line name the call; the re-run of one-time items keeps step order around it
     f.dev = from.dev;
-    f.call = from.call;
-    f.mems = from.mems;
-    f.n = from.n;
+    f.payload = from.payload;
     f.split = from.split;
     f.finishes = true;
     ++b.n_replay;

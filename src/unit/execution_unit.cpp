@@ -55,8 +55,8 @@ std::unique_ptr<UnitImpl> make_unit(std::vector<ExecItem> items, std::vector<Buf
   for (const auto& d : p.devices) u.device_handles.emplace_back(d);
   u.views.resize(p.entries.size());
   u.slot_changed.assign(p.inputs.size(), 0);
-  u.staging.resize(p.inputs.size());
-  u.staged.assign(p.inputs.size(), 0);
+  u.alias_copy.resize(p.inputs.size());
+  u.copied.assign(p.inputs.size(), 0);
   u.vars = p.var_init;
   u.changed_slots.reserve(p.inputs.size());
   bool host_reads = false;  // items that leave host memory to the device never group

@@ -9,7 +9,7 @@
 
 #include "testing.hpp"
 #include "exec/flow.hpp"
-#include "exec/kind.hpp"
+#include "exec/kernel_bound.hpp"
 #include "unit/unit.hpp"
 
 namespace encore::detail {
@@ -38,15 +38,15 @@ void check_inputs(UnitImpl& u) {
       throw JitError("input " + std::to_string(s) + " is " + u.inputs[s].describe() +
                      ", an output of this same step, and the step writes that input: in eager execution the output would be a new buffer, "
                      "so replay cannot give both results in one buffer. Pass a copy, or set fresh_outputs");
-    if (alias && !u.staging[s]) {
-      u.staging[s] = Buffer(u.inputs[s].device(), u.inputs[s].dtype(), u.inputs[s].count());
-      u.staging[s].impl()->ensure_allocated();
+    if (alias && !u.alias_copy[s]) {
+      u.alias_copy[s] = Buffer(u.inputs[s].device(), u.inputs[s].dtype(), u.inputs[s].count());
+      u.alias_copy[s].impl()->ensure_allocated();
     }
   }
   for (uint32_t s : u.changed_slots) {
     bool alias = p.is_fresh_output(u.inputs[s].impl()->root());
-    u.staged[s] = alias;
-    const Buffer& in = alias ? u.staging[s] : u.inputs[s];
+    u.copied[s] = alias;
+    const Buffer& in = alias ? u.alias_copy[s] : u.inputs[s];
     for (uint32_t e : p.slot_entries[s]) point_entry(u, e, entry_buffer(u, e, in));
     u.slot_changed[s] = 0;
   }
@@ -64,7 +64,8 @@ static void run_item_traced(const Plan& p, Binding& bd, BoundItem& b) {
   if (b.ops->replay_event) {
     // its own event, or none (the NULL device: traced at host times); nothing when it ran nothing
     OwnedEvent ev;
-    if (b.ops->replay_event(b, ev.out(b.dev))) trace_item(*b.dev, std::move(ev), p.items[b.item], "replay", b.ld.dims, b.ld.gws);
+    const LaunchDims* ld = b.ops->launch ? b.ops->launch(b) : nullptr;
+    if (b.ops->replay_event(b, ev.out(b.dev))) trace_item(*b.dev, std::move(ev), p.items[b.item], "replay", ld ? ld->dims : 0, ld ? ld->gws : nullptr);
     return;
   }
   run_item(bd, b);
@@ -76,7 +77,9 @@ static void run_item_debug(const Plan& p, Binding& bd, BoundItem& b) {
   auto t0 = std::chrono::steady_clock::now();
   run_item(bd, b);
   b.dev->finish();
-  debug_print_item(p.items[b.item], b.ld.dims, b.ld.gws, b.ld.lws, 0,
+  static constexpr LaunchDims none{};
+  const LaunchDims& ld = b.ops->launch ? *b.ops->launch(b) : none;
+  debug_print_item(p.items[b.item], ld.dims, ld.gws, ld.lws, 0,
                    std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
 }
 
@@ -297,8 +300,8 @@ void run_unit(UnitImpl& u, OwnedEvent* done) {
   UnitMark mark(u, "run");
   Binding& b = ready_binding(u);
   const InFlight::Turn turn = u.flight.begin(u.plan.devices);
-  for (uint32_t s = 0; s < u.staged.size(); ++s)
-    if (u.staged[s]) enqueue_copy(*u.staging[s].impl(), *u.inputs[s].impl(), u.staging[s].nbytes(), nullptr);
+  for (uint32_t s = 0; s < u.copied.size(); ++s)
+    if (u.copied[s]) enqueue_copy(*u.alias_copy[s].impl(), *u.inputs[s].impl(), u.alias_copy[s].nbytes(), nullptr);
   b.place = turn.place;
   OwnedEvent* ends = done ? done : turn.ends;
   // the plain loop ends each device's replay with its last kernel's event; the others with markers

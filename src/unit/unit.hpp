@@ -19,6 +19,7 @@
 #include "core/buffer_impl.hpp"
 #include "core/var_state.hpp"
 #include "unit/in_flight.hpp"
+#include "unit/payloads.hpp"
 #include "unit/view_cache.hpp"
 #include "core/size_ref.hpp"
 
@@ -149,48 +150,50 @@ struct FlowBound {
   std::vector<uint32_t> starts;
 };
 
-// One item ready to enqueue: what the replay loop reads, nothing else. Which of the operand fields
-// a kind uses, and how, is its own file's business (src/exec/<kind>_item.cpp).
+// One item ready to enqueue: a small header the replay loop reads (its replay, its queue, its order
+// around it) and a payload of the kind's own type, read only in the kind's file
+// (src/exec/<kind>_item.cpp; the kernel kind's is src/exec/kernel_bound.hpp), made in
+// Binding::payloads in bind order.
+//   auto& k = payload<KernelBound>(x);
 struct KindOps;
 struct Binding;
 struct BoundItem {
   void (*replay)(Binding&, BoundItem&) = nullptr;  // the kind's replay
+  void* payload = nullptr;                          // the kind's bound data
+  DeviceImpl* dev = nullptr;                        // the queue it runs on
+  int32_t ends_device = -1;  // the last replayed item on plan device d with an event of its own: it ends the replay there
+  uint32_t item = 0;         // index in the plan
   const KindOps* ops = nullptr;
-  DeviceImpl* dev = nullptr;  // the queue it runs on
-  uint32_t item = 0;          // index in the plan
-  // operands, as the kind uses them
-  LaunchDims ld;         // kernel: re-resolved by set_var when a variable in its sizes changes (var_sizes)
-  std::unique_ptr<BackendKernel> kernel;
-  BufferImpl* dst = nullptr;  // the entries' current buffers (re-pointed on rebinding)
-  BufferImpl* src = nullptr;
-  const unsigned char* data = nullptr;
-  size_t n = 0, unit = 0;
-  unsigned char* staging = nullptr;  // cross-platform copies: host bytes made at bind time; host uploads: a ring
-  const unsigned char* const* host = nullptr;  // upload from a host input: UnitImpl::host_now[slot]
-  uint64_t host_off = 0;
-  const NativeCall* call = nullptr;  // native: the call and its buffers' memory (in the binding)
-  NativeMem** mems = nullptr;
-  // order around it
-  bool orders_itself = false;        // takes its waits and signal itself (set by its kind's bind: a peer copy)
-  int32_t split = -1;                // split-phase call (begin and finish items): its index in Binding::splits
-  bool finishes = false;             // the finish item of a split-phase call (placed by plan.sync)
-  int32_t signal = -1;               // cross-device order: event slot set after it runs
-  int32_t ends_device = -1;          // the last replayed item on plan device d with an event of its own: it ends the replay there
-  uint32_t wait_at = 0, wait_n = 0;  // its slots in Binding::wait_slots
-  FlowBound* flow = nullptr;         // host, branch, loop (Binding::flows)
+  FlowBound* flow = nullptr;  // host, branch, loop: the flow walk's node (its payload); null for every other kind
   // its replay on the device's out-of-order queue after `waits` (n >= 1), setting `*done` (when
   // given) to its event: set by the binds of kinds that can (kernels, fills, copies on one queue);
   // a unit with a replayed item without one replays in order (src/unit/concurrent.cpp)
   void (*replay_after)(BoundItem& x, NativeEvent* const* waits, uint32_t n, NativeEvent** done) = nullptr;
+  // order around it
+  int32_t split = -1;                // split-phase call (begin and finish items): its index in Binding::splits
+  int32_t signal = -1;               // cross-device order: event slot set after it runs
+  uint32_t wait_at = 0, wait_n = 0;  // its slots in Binding::wait_slots
+  bool orders_itself = false;        // takes its waits and signal itself (set by its kind's bind: a peer copy)
+  bool finishes = false;             // the finish item of a split-phase call (placed by plan.sync)
 };
+
+template <class T> T& payload(const BoundItem& x) { return *static_cast<T*>(x.payload); }
 
 // A bound item's use of an entry: its operand k, argument `arg` (ItemAccess::arg).
 struct OperandUse {
   uint32_t bound, k, arg;
 };
+// A kernel argument or launch size that follows a Variable (set_var reaches it here, without the kernel's payload).
 struct VarUse {
-  uint32_t bound, arg;
+  BackendKernel* k;  // the kernel object it is an argument of
+  uint32_t arg;
   DType as;
+};
+struct SizeUse {
+  uint32_t item;  // plan index (its PlanStep's sizes)
+  DeviceImpl* dev;
+  BackendKernel* kernel;
+  LaunchDims* out;  // in the kernel's payload: re-resolved when the Variable changes
 };
 // A by-value kernel argument passed from a host input's bytes (Arg::host_slot): set from that
 // slot's bytes bound now before each replay enqueues anything (OpenCL copies them at once).
@@ -253,13 +256,13 @@ struct Binding {
   std::vector<std::vector<OperandUse>> uses;    // per entry: the bound operands that point at it
   std::vector<uint8_t> takes_handle;            // per entry: some use takes its kernel-argument handle
   std::vector<BoundItem> items;
+  Payloads payloads;                            // the items' per-kind data
   uint32_t n_replay = 0;
   std::vector<std::vector<VarUse>> var_args;    // per variable: kernel arguments
-  std::vector<std::vector<uint32_t>> var_sizes; // per variable: items whose sizes use it
+  std::vector<std::vector<SizeUse>> var_sizes;  // per variable: launches whose sizes use it
   std::vector<HostArg> host_args;               // by-value arguments from host inputs
   std::vector<std::unique_ptr<unsigned char[]>> staging;
   std::vector<NativeMem*> native_mems;          // native items' buffers (sized once: items point into it)
-  std::vector<std::unique_ptr<FlowBound>> flows; // host, branch and loop items
   std::vector<BufferImpl*> written_roots;       // bumped after each replay (fixed and planned storages)
   std::vector<uint32_t> written_entries;        // input entries written (their storage follows the inputs)
   // cross-device order (plan.sync): this replay's events by slot, and a buffer to gather wait lists
@@ -314,8 +317,8 @@ struct UnitImpl {
   std::vector<ViewCache> views;          // per entry: views of recent inputs
   std::vector<uint32_t> changed_slots;   // bound since the last aliasing check
   std::vector<uint8_t> slot_changed;
-  std::vector<Buffer> staging;           // per slot: private copy of an input that is this unit's own output
-  std::vector<uint8_t> staged;
+  std::vector<Buffer> alias_copy;        // per slot: private copy of an input that is this unit's own fresh output
+  std::vector<uint8_t> copied;           // per slot: replay reads alias_copy (taken first) instead of the input
   std::vector<VarValue> vars;
   std::vector<std::pair<BufferImpl*, uint64_t>> once_versions;  // what one-time items read or write
   std::vector<uint32_t> once_written;    // indexes into once_versions of the storages they write
@@ -344,8 +347,8 @@ void bind_unit(UnitImpl& u);
 // The buffer entry `e` uses when its input slot is bound to `in`.
 Buffer entry_buffer(UnitImpl& u, uint32_t e, const Buffer& in);
 void point_entry(UnitImpl& u, uint32_t e, const Buffer& b);
-// Resolves bound item `b`'s launch sizes under variable values `vars` (ArgumentError when invalid).
-void resolve_sizes(const Plan& p, const BoundItem& b, const std::vector<VarValue>& vars, LaunchDims& out);
+// Resolves launch `s`'s sizes (src/exec/kernel_item.cpp) under variable values `vars` into `out` (ArgumentError when invalid).
+void resolve_sizes(const Plan& p, const SizeUse& s, const std::vector<VarValue>& vars, LaunchDims& out);
 // Sets variable `slot` to `v`: every check (bounds of argument types, launch sizes) before any
 // change, so a failure leaves the unit as it was.
 // `in_replay`: a host item's set (flow_replay.cpp): a failure marks the binding for a rebind
