@@ -12,21 +12,33 @@
 
 namespace encore::detail {
 
-CallRecord summarize_call(const std::vector<ExecItem>& items, const std::vector<Buffer>& inputs, const std::vector<Buffer>& outputs,
-                          uint64_t capture_id) {
+namespace {
+
+// One call's items into a CallRecord: each buffer classed (input, fresh, other), each item's
+// arguments, sizes and data in compact form.
+struct Summary {
+  const std::vector<Buffer>& inputs;
+  uint64_t capture_id;
   CallRecord r;
-  r.items.reserve(items.size());
-  size_t nargs = 0, nbufs = 0;
-  for (const ExecItem& it : items) {
-    nargs += it.args.size() + 2;
-    for (const Arg& a : it.args) nbufs += a.kind == Arg::Kind::buffer;
-    nbufs += 2;
-  }
-  r.args.reserve(nargs);
-  r.bufs.reserve(nbufs);
   std::unordered_map<const BufferImpl*, uint32_t> fresh_of;
-  fresh_of.reserve(nbufs);
-  auto seen = [&](const Buffer& b) {
+  std::vector<Operand> ops;
+  const void* last_kernel = nullptr;  // a kernel's title depends on the kernel alone: runs of one kernel hash its name once
+  uint64_t last_key = 0;
+
+  void reserve(const std::vector<ExecItem>& items) {
+    r.items.reserve(items.size());
+    size_t nargs = 0, nbufs = 0;
+    for (const ExecItem& it : items) {
+      nargs += it.args.size() + 2;
+      for (const Arg& a : it.args) nbufs += a.kind == Arg::Kind::buffer;
+      nbufs += 2;
+    }
+    r.args.reserve(nargs);
+    r.bufs.reserve(nbufs);
+    fresh_of.reserve(nbufs);
+  }
+
+  SeenBuf seen(const Buffer& b) {
     SeenBuf s;
     if (!b) return s;
     BufferImpl* bi = b.impl();
@@ -53,35 +65,34 @@ CallRecord summarize_call(const std::vector<ExecItem>& items, const std::vector<
       s.cls = SeenBuf::Cls::other;
     }
     return s;
-  };
-  auto buffer_arg = [&](const Buffer& b, uint32_t arg) {
+  }
+
+  void buffer_arg(const Buffer& b, uint32_t arg) {
     SeenArg a;
     a.kind = Arg::Kind::buffer;
     a.arg = arg;
     a.buf = static_cast<uint32_t>(r.bufs.size());
     r.bufs.push_back(seen(b));
     r.args.push_back(a);
-  };
-  auto size_of = [&r](const Size& s) {
+  }
+
+  SeenSize size_of(const Size& s) {
     if (s.is_affine()) return SeenSize{s.var() ? s.var()->state() : nullptr, s.mul(), s.add(), -1};
     r.exprs.push_back(s);
     return SeenSize{nullptr, 0, 0, static_cast<int32_t>(r.exprs.size() - 1)};
-  };
-  std::vector<Operand> ops;
-  // a kernel's title depends on the kernel alone: runs of one kernel hash its name once
-  const void* last_kernel = nullptr;
-  uint64_t last_key = 0;
-  for (const ExecItem& it : items) {
-    SeenItem si;
-    si.kind = it.kind;
-    si.first = static_cast<uint32_t>(r.args.size());
+  }
+
+  uint64_t key(const ExecItem& it) {
     const void* k = it.kind == ItemKind::kernel ? static_cast<const void*>(it.kernel.impl()) : nullptr;
     if (!k || k != last_kernel) {
       last_key = std::hash<std::string>{}(kind_of(it).title(it)) * 8 + static_cast<uint64_t>(it.kind);
       last_kernel = k;
     }
-    si.key = last_key;
-    // arguments as given (kernels, native calls), else the buffers the kind touches
+    return last_key;
+  }
+
+  // arguments as given (kernels, native calls), else the buffers the kind touches
+  void args(const ExecItem& it) {
     for (uint32_t ai = 0; ai < it.args.size(); ++ai) {
       const Arg& x = it.args[ai];
       if (x.kind == Arg::Kind::buffer) {
@@ -104,6 +115,9 @@ CallRecord summarize_call(const std::vector<ExecItem>& items, const std::vector<
       kind_of(it).operands(it, ops);
       for (const Operand& o : ops) buffer_arg(*o.buf, o.arg);
     }
+  }
+
+  void sizes_and_data(const ExecItem& it, SeenItem& si) {
     si.gn = it.global.n;
     si.ln = it.local.n;
     for (uint8_t d = 0; d < it.global.n; ++d) si.g[d] = size_of(it.global.v[d]);
@@ -116,11 +130,27 @@ CallRecord summarize_call(const std::vector<ExecItem>& items, const std::vector<
       if (it.host_slot < 0)
         si.data_hash = std::hash<std::string_view>{}(std::string_view(reinterpret_cast<const char*>(it.data->data()), it.data->size()));
     }
-    si.count = static_cast<uint32_t>(r.args.size()) - si.first;
-    r.items.push_back(si);
   }
-  for (const Buffer& o : outputs) r.outputs.push_back(seen(o));
-  return r;
+};
+
+}  // namespace
+
+CallRecord summarize_call(const std::vector<ExecItem>& items, const std::vector<Buffer>& inputs, const std::vector<Buffer>& outputs,
+                          uint64_t capture_id) {
+  Summary s{inputs, capture_id, {}, {}, {}};
+  s.reserve(items);
+  for (const ExecItem& it : items) {
+    SeenItem si;
+    si.kind = it.kind;
+    si.first = static_cast<uint32_t>(s.r.args.size());
+    si.key = s.key(it);
+    s.args(it);
+    s.sizes_and_data(it, si);
+    si.count = static_cast<uint32_t>(s.r.args.size()) - si.first;
+    s.r.items.push_back(si);
+  }
+  for (const Buffer& o : outputs) s.r.outputs.push_back(s.seen(o));
+  return std::move(s.r);
 }
 
 std::vector<std::pair<uint32_t, uint32_t>> align_items(const std::vector<SeenItem>& a, const std::vector<SeenItem>& b) {
@@ -262,29 +292,30 @@ const CheckWords kCaptureWords{
     "encore::bytes_from (encore_arg_bytes_from) of that memory, and bind each run's bytes "
     "(ExecutionUnit::bind_host_input, encore_unit_bind_host_input)."};
 
-void check_same_step(const CallRecord& c0, const CallRecord& c1, const std::vector<ExecItem>& items1, const std::vector<Buffer>& outputs1,
-                     const CheckWords& w) {
-  const char *off_switch = w.off_switch, *buffer_fix = w.buffer_fix, *value_fix = w.value_fix;
-  const std::string title = w.title, a0 = w.a, b1 = w.b;
-  FreshPairing fp{std::vector<int64_t>(c0.fresh, -1), std::vector<int64_t>(c1.fresh, -1)};
-  const std::vector<std::pair<uint32_t, uint32_t>> pairs = align_items(c0.items, c1.items);
-  if (pairs.size() != c0.items.size() || pairs.size() != c1.items.size())
-    log(LogLevel::info, title + ": " + std::to_string(c0.items.size() - pairs.size()) + " items of " + a0 + " and " +
-                            std::to_string(c1.items.size() - pairs.size()) + " of " + b1 + " have no partner in the other and were not compared");
-  for (auto [i, j] : pairs) {
+namespace {
+
+// Two recordings compared pair by pair of aligned items; the first difference is a JitError naming
+// the item, the argument, both values and the fix.
+struct StepCompare {
+  const CallRecord &c0, &c1;
+  const std::vector<ExecItem>& items1;
+  const CheckWords& w;
+  FreshPairing fp;
+
+  [[noreturn]] void fail(uint32_t i, uint32_t j, const std::string& what, const std::string& v0, const std::string& v1, const char* fix) const {
+    std::string where = "item " + std::to_string(j) + " (" + item_str(items1[j]) + ")";
+    if (i != j) where += ", item " + std::to_string(i) + " of " + w.a + ",";
+    throw JitError(std::string(w.title) + ": the step's " + what + " in " + where + " differs between " + w.a + " and " + w.b_long + ": " + v0 +
+                   " in " + w.a + ", " + v1 + " in " + w.b + ". " + fix + w.off_switch);
+  }
+
+  void args(uint32_t i, uint32_t j) {
     const SeenItem &a = c0.items[i], &b = c1.items[j];
     const ExecItem& it = items1[j];
-    auto fail = [&](const std::string& what, const std::string& v0, const std::string& v1, const char* fix) {
-      std::string where = "item " + std::to_string(j) + " (" + item_str(it) + ")";
-      if (i != j) where += ", item " + std::to_string(i) + " of " + a0 + ",";
-      throw JitError(title + ": the step's " + what + " in " + where + " differs between " + a0 + " and " + w.b_long + ": " + v0 + " in " +
-                     a0 + ", " + v1 + " in " + b1 + ". " + fix + off_switch);
-    };
     auto arg_name = [&](uint32_t k) { return kind_of(it).operand_name(it, c1.args[b.first + k].arg); };
     std::vector<Operand> ops;
     kind_of(it).operands(it, ops);
-    if (a.count != b.count)
-      fail("number of arguments", std::to_string(a.count), std::to_string(b.count), value_fix);
+    if (a.count != b.count) fail(i, j, "number of arguments", std::to_string(a.count), std::to_string(b.count), w.value_fix);
     for (uint32_t k = 0; k < a.count; ++k) {
       const SeenArg &x = c0.args[a.first + k], &y = c1.args[b.first + k];
       const Buffer* live = nullptr;
@@ -292,77 +323,109 @@ void check_same_step(const CallRecord& c0, const CallRecord& c1, const std::vect
         if (o.arg == y.arg) live = o.buf;
       static constexpr const char* kinds[] = {"a buffer", "a scalar", "a Variable", "__local memory", "by-value bytes"};
       if (x.kind != y.kind)
-        fail(arg_name(k), kinds[static_cast<int>(x.kind)], kinds[static_cast<int>(y.kind)], x.kind == Arg::Kind::buffer ? buffer_fix : value_fix);
+        fail(i, j, arg_name(k), kinds[static_cast<int>(x.kind)], kinds[static_cast<int>(y.kind)],
+             x.kind == Arg::Kind::buffer ? w.buffer_fix : w.value_fix);
       switch (y.kind) {
         case Arg::Kind::buffer:
           if (const SeenBuf &xb = c0.bufs[x.buf], &yb = c1.bufs[y.buf]; !fp.same(xb, yb)) {
             bool other = xb.cls == SeenBuf::Cls::other && yb.cls == SeenBuf::Cls::other;
-            fail(arg_name(k), buf_str(xb, w.a, nullptr), (other ? "another " : "") + buf_str(yb, w.b, live), buffer_fix);
+            fail(i, j, arg_name(k), buf_str(xb, w.a, nullptr), (other ? "another " : "") + buf_str(yb, w.b, live), w.buffer_fix);
           }
           break;
         case Arg::Kind::scalar:
           if (x.dtype != y.dtype || x.bits != y.bits)
-            fail(arg_name(k), value_str(x.dtype, &x.bits), value_str(y.dtype, &y.bits), value_fix);
+            fail(i, j, arg_name(k), value_str(x.dtype, &x.bits), value_str(y.dtype, &y.bits), w.value_fix);
           break;
         case Arg::Kind::variable:
           if (x.var != y.var || x.dtype != y.dtype)
-            fail(arg_name(k), "Variable \"" + x.var->name + "\" as " + std::string(name(x.dtype)),
-                 "Variable \"" + y.var->name + "\" as " + std::string(name(y.dtype)), value_fix);
+            fail(i, j, arg_name(k), "Variable \"" + x.var->name + "\" as " + std::string(name(x.dtype)),
+                 "Variable \"" + y.var->name + "\" as " + std::string(name(y.dtype)), w.value_fix);
           break;
         case Arg::Kind::bytes:
           // from a host input: the place is compared (its bytes change call to call by design);
           // otherwise the value (padding is zeroed at launch where the layout is known: member bytes)
           if (x.host_slot != y.host_slot || x.host_offset != y.host_offset || x.value->size() != y.value->size())
-            fail(arg_name(k), bytes_place_str(x), bytes_place_str(y), w.bytes_fix);
-          if (x.host_slot < 0 && *x.value != *y.value) fail(arg_name(k), bytes_str(*x.value), bytes_str(*y.value), w.bytes_fix);
+            fail(i, j, arg_name(k), bytes_place_str(x), bytes_place_str(y), w.bytes_fix);
+          if (x.host_slot < 0 && *x.value != *y.value) fail(i, j, arg_name(k), bytes_str(*x.value), bytes_str(*y.value), w.bytes_fix);
           break;
         case Arg::Kind::local:
           if (x.bits != y.bits)
-            fail(arg_name(k), std::to_string(x.bits) + " bytes of __local memory", std::to_string(y.bits) + " bytes", value_fix);
+            fail(i, j, arg_name(k), std::to_string(x.bits) + " bytes of __local memory", std::to_string(y.bits) + " bytes", w.value_fix);
           break;
       }
     }
-    auto same_sizes = [&](const SeenSize* p, uint8_t pn, const SeenSize* q, uint8_t qn) {
-      if (pn != qn) return false;
-      for (uint8_t d = 0; d < pn; ++d) {
-        const SeenSize &x = p[d], &y = q[d];
-        if (x.var != y.var || x.mul != y.mul || x.add != y.add || (x.expr < 0) != (y.expr < 0)) return false;
-        if (x.expr >= 0 && !(c0.exprs[static_cast<size_t>(x.expr)] == c1.exprs[static_cast<size_t>(y.expr)])) return false;
-      }
-      return true;
-    };
-    if (!same_sizes(a.g, a.gn, b.g, b.gn)) fail("global size", sizes_str(c0, a.g, a.gn), sizes_str(c1, b.g, b.gn), value_fix);
-    if (!same_sizes(a.l, a.ln, b.l, b.ln)) fail("local size", sizes_str(c0, a.l, a.ln), sizes_str(c1, b.l, b.ln), value_fix);
+  }
+
+  bool same_sizes(const SeenSize* p, uint8_t pn, const SeenSize* q, uint8_t qn) const {
+    if (pn != qn) return false;
+    for (uint8_t d = 0; d < pn; ++d) {
+      const SeenSize &x = p[d], &y = q[d];
+      if (x.var != y.var || x.mul != y.mul || x.add != y.add || (x.expr < 0) != (y.expr < 0)) return false;
+      if (x.expr >= 0 && !(c0.exprs[static_cast<size_t>(x.expr)] == c1.exprs[static_cast<size_t>(y.expr)])) return false;
+    }
+    return true;
+  }
+
+  void sizes(uint32_t i, uint32_t j) const {
+    const SeenItem &a = c0.items[i], &b = c1.items[j];
+    if (!same_sizes(a.g, a.gn, b.g, b.gn)) fail(i, j, "global size", sizes_str(c0, a.g, a.gn), sizes_str(c1, b.g, b.gn), w.value_fix);
+    if (!same_sizes(a.l, a.ln, b.l, b.ln)) fail(i, j, "local size", sizes_str(c0, a.l, a.ln), sizes_str(c1, b.l, b.ln), w.value_fix);
+  }
+
+  // an upload's source and bytes, a fill's value
+  void data(uint32_t i, uint32_t j) const {
+    const SeenItem &a = c0.items[i], &b = c1.items[j];
     auto source_str = [](const SeenItem& s) {
       return s.host_slot < 0 ? std::string("bytes recorded at capture")
                              : "host input " + std::to_string(s.host_slot) + " at byte offset " + std::to_string(s.host_offset);
     };
     if (a.host_slot != b.host_slot || a.host_offset != b.host_offset)
-      fail("copyin source", source_str(a), source_str(b),
+      fail(i, j, "copyin source", source_str(a), source_str(b),
            "Only a copyin from a host span passed to the call (a std::span<const T> argument) uploads that call's bytes on replay; "
            "any other copyin is replayed with the capture's bytes. Copy in from the span argument itself (or a subspan of it) on every call.");
-    if (it.kind == ItemKind::fill && (a.data_bytes != b.data_bytes || a.data_hash != b.data_hash))
-      fail("fill value", "one value", "another value",
+    if (b.kind == ItemKind::fill && (a.data_bytes != b.data_bytes || a.data_hash != b.data_hash))
+      fail(i, j, "fill value", "one value", "another value",
            "A fill inside the step is replayed with the capture's value on every call. A value that changes between calls belongs in a "
            "buffer passed as an input (or a kernel with a Variable argument).");
     if (a.data_bytes != b.data_bytes || a.data_hash != b.data_hash)
-      fail("uploaded host data", std::to_string(a.data_bytes) + " bytes", "other bytes (" + std::to_string(b.data_bytes) + " bytes)",
+      fail(i, j, "uploaded host data", std::to_string(a.data_bytes) + " bytes", "other bytes (" + std::to_string(b.data_bytes) + " bytes)",
            "A copyin inside the step is replayed with the capture's bytes on every call. Pass host data that changes as a host span "
            "argument (std::span<const T>) and copy in from it, or upload it outside the step into a buffer passed as an input.");
   }
-  if (c0.outputs.size() != c1.outputs.size())
-    throw JitError(title + ": " + a0 + " returned " + std::to_string(c0.outputs.size()) + " buffers, " + w.b_long + " " +
-                   std::to_string(c1.outputs.size()) + ". Replay returns " + b1 + "'s outputs on every call: host code must not steer "
-                   "what the step returns." + off_switch);
-  for (size_t k = 0; k < c0.outputs.size(); ++k)
-    if (!fp.same(c0.outputs[k], c1.outputs[k])) {
-      const Buffer* live = outputs1[k] ? &outputs1[k] : nullptr;
-      bool other = c0.outputs[k].cls == SeenBuf::Cls::other && c1.outputs[k].cls == SeenBuf::Cls::other;
-      throw JitError(title + ": output " + std::to_string(k) + " differs between " + a0 + " and " + w.b_long + ": " +
-                     buf_str(c0.outputs[k], w.a, nullptr) + " in " + a0 + ", " + (other ? "another " : "") + buf_str(c1.outputs[k], w.b, live) +
-                     " in " + b1 + ". Replay returns " + b1 + "'s output on every call; a buffer that changes between calls must be an input." +
-                     off_switch);
-    }
+
+  void outputs(const std::vector<Buffer>& outputs1) {
+    const std::string title = w.title, a0 = w.a, b1 = w.b;
+    if (c0.outputs.size() != c1.outputs.size())
+      throw JitError(title + ": " + a0 + " returned " + std::to_string(c0.outputs.size()) + " buffers, " + w.b_long + " " +
+                     std::to_string(c1.outputs.size()) + ". Replay returns " + b1 + "'s outputs on every call: host code must not steer "
+                     "what the step returns." + w.off_switch);
+    for (size_t k = 0; k < c0.outputs.size(); ++k)
+      if (!fp.same(c0.outputs[k], c1.outputs[k])) {
+        const Buffer* live = outputs1[k] ? &outputs1[k] : nullptr;
+        bool other = c0.outputs[k].cls == SeenBuf::Cls::other && c1.outputs[k].cls == SeenBuf::Cls::other;
+        throw JitError(title + ": output " + std::to_string(k) + " differs between " + a0 + " and " + w.b_long + ": " +
+                       buf_str(c0.outputs[k], w.a, nullptr) + " in " + a0 + ", " + (other ? "another " : "") + buf_str(c1.outputs[k], w.b, live) +
+                       " in " + b1 + ". Replay returns " + b1 + "'s output on every call; a buffer that changes between calls must be an input." +
+                       w.off_switch);
+      }
+  }
+};
+
+}  // namespace
+
+void check_same_step(const CallRecord& c0, const CallRecord& c1, const std::vector<ExecItem>& items1, const std::vector<Buffer>& outputs1,
+                     const CheckWords& w) {
+  StepCompare cmp{c0, c1, items1, w, FreshPairing{std::vector<int64_t>(c0.fresh, -1), std::vector<int64_t>(c1.fresh, -1)}};
+  const std::vector<std::pair<uint32_t, uint32_t>> pairs = align_items(c0.items, c1.items);
+  if (pairs.size() != c0.items.size() || pairs.size() != c1.items.size())
+    log(LogLevel::info, std::string(w.title) + ": " + std::to_string(c0.items.size() - pairs.size()) + " items of " + w.a + " and " +
+                            std::to_string(c1.items.size() - pairs.size()) + " of " + w.b + " have no partner in the other and were not compared");
+  for (auto [i, j] : pairs) {
+    cmp.args(i, j);
+    cmp.sizes(i, j);
+    cmp.data(i, j);
+  }
+  cmp.outputs(outputs1);
 }
 
 }  // namespace encore::detail
