@@ -53,7 +53,7 @@
 // arguments, which must keep their captured values. The capture check reports a copyin whose bytes
 // or source differ between calls 0 and 1.
 //
-// FOOTGUNS (see tests/test_footguns.cpp):
+// FOOTGUNS (see tests/public/test_footguns.cpp):
 // - Replay returns the SAME output buffers every call, overwritten in place. Copy what you keep, or
 //   set JitOptions::fresh_outputs.
 // - Host code in the callable runs only during calls 0 and 1: branches, host-computed values and

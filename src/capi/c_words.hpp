@@ -14,7 +14,7 @@ struct CPhrase {
   const char* cxx;
   const char* c;
 };
-// The table, most specific phrases first (tests/test_c_words.cpp checks each C++ phrase still
+// The table, most specific phrases first (tests/internal/test_c_words.cpp checks each C++ phrase still
 // occurs in the library's sources, and that every rewrite leaves no C++ spelling).
 std::span<const CPhrase> c_phrases();
 // `msg` with every C++ phrase of the table replaced by its C phrase.

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "trace/trace.hpp"
-#include "unit/unit.hpp"  // the bound form a kind's bind and replay fill (the allowed upward include, tests/check_layers.py)
+#include "unit/unit.hpp"  // the bound form a kind's bind and replay fill (the allowed upward include, tests/lint/check_layers.py)
 
 namespace encore::detail {
 

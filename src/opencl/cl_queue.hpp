@@ -33,7 +33,7 @@ inline int api_version(cl_device_id dev) {
 // An in-order queue through the entry point the device's version offers. On a 1.2 platform the
 // ICD loader has no clCreateCommandQueueWithProperties to dispatch to and spins forever in it, so
 // below 2.0 this calls clCreateCommandQueue (deprecated from 2.0 on, present in 1.x). Every queue
-// encore, its tests and its benches make comes from here; tests/check_cl_version.py fails the
+// encore, its tests and its benches make comes from here; tests/lint/check_cl_version.py fails the
 // tests when a call above OpenCL 1.2 appears anywhere else.
 inline cl_command_queue create_queue(cl_context ctx, cl_device_id dev, cl_command_queue_properties props, cl_int* err) {
   if (api_version(dev) >= 20) {

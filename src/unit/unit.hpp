@@ -1,7 +1,7 @@
 #pragma once
 // The unit's private structure, shared by the files of src/unit/ (jit.cpp among them: TinyJit builds its
 // units, shares their arenas and binds their slots), the item kinds' bind and replay (through
-// src/exec/kind.hpp, the one include pointing up a layer: tests/check_layers.py) and the internal tests:
+// src/exec/kind.hpp, the one include pointing up a layer: tests/lint/check_layers.py) and the internal tests:
 //   Plan     — what to run: a pure function of (items, inputs, outputs, options); no device calls.
 //   Binding  — how to run it on its devices now: kernel objects with arguments set, the arena,
 //              the current buffer of every entry, staging memory. Rebuilt after free_intermediates.

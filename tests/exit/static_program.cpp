@@ -1,4 +1,4 @@
-// Holds a Device, a Program, a Kernel and a Buffer in statics, as tests/jit_env.hpp and many
+// Holds a Device, a Program, a Kernel and a Buffer in statics, as tests/support/jit_env.hpp and many
 // users do: they are destroyed during exit, after the driver may have torn down its own state,
 // and must make no driver call then (issue 16.8). Work is left queued too: a marker after it prints
 // "drained" when it completed, which exit must wait for (17.5). argv[1]: elements (default 2^18;

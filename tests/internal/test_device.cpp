@@ -188,7 +188,7 @@ TEST(DeviceContext, OneBrokenDeviceLeavesTheOthersOfItsPlatformUsable) {
 
 // A real failing OpenCL call: a local size other than the kernel's reqd_work_group_size, which
 // encore leaves to the driver (a local size beyond the device's maximum is refused before the
-// enqueue: tests/test_launch_limits.cpp).
+// enqueue: tests/public/test_launch_limits.cpp).
 TEST_P(DeviceCl, LaunchTheDriverRefusesThrowsOpenCLError) {
   Program p = dev.compile("__kernel __attribute__((reqd_work_group_size(64, 1, 1))) void dev_fill1(__global float* x) { x[get_global_id(0)] = 1.0f; }");
   Kernel k = p.kernel("dev_fill1");

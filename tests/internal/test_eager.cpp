@@ -377,7 +377,7 @@ TEST_P(EagerAll, WrongScalarType) {
   m = message_of([&] { dev.launch(k("eg_axpy"), {64}, {}, x, y, 2); });
   EXPECT_NE(m.find("got i32"), std::string::npos) << m;
   // a host integer converts to an integer parameter, and an integer Variable takes its type
-  // (tests/test_host_values.cpp); a type fixed with as() must be the parameter's: the hint says so
+  // (tests/public/test_host_values.cpp); a type fixed with as() must be the parameter's: the hint says so
   Variable v{"v", 0, 10};
   EXPECT_NO_THROW(dev.launch(k("eg_fill_long"), {4}, {}, dev.alloc<int64_t>(4), 5));
   EXPECT_NO_THROW(dev.launch(k("eg_fill_long"), {4}, {}, dev.alloc<int64_t>(4), v));

@@ -1,7 +1,7 @@
 // The integer conversion behind host values and variables (src/core/dtype.cpp), edge by edge, and the
 // f16 capability check with a faked device: a NULL device that does not report cl_khr_fp16
 // refuses a by-value half at launch but keeps f16 buffers working (PoCL 3.1's CPU device takes
-// the same path through its compiler: tests/test_host_values.cpp).
+// the same path through its compiler: tests/public/test_host_values.cpp).
 #include <gtest/gtest.h>
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Property tests for DESIGN.md rules 1-3: random step functions (tests/property_gen.*) run eagerly,
+// Property tests for DESIGN.md rules 1-3: random step functions (tests/support/property_gen.*) run eagerly,
 // through TinyJit (call 0 eager, 1 capture, 2..5 replay) with pruning and planning on and off, and on
 // a host reference of the same kernels; every call's outputs and the final state must agree bit for
 // bit. The engine's one-time set must equal a plain fixpoint written from the rule text, and the
@@ -8,7 +8,7 @@
 //   ENCORE_PROPERTY_SEEDS=N   run N seeds (default 600 on the OpenCL device, 1500 structure-only on NULL,
 //                             1200 over two devices, 600 structure-only over two NULL devices; a quarter
 //                             of that with ENCORE_SANITIZED=1)
-//   ENCORE_TEST_DEVICE_SPLIT=pair|sub   the two devices of the two-device run (tests/device_pair.hpp)
+//   ENCORE_TEST_DEVICE_SPLIT=pair|sub   the two devices of the two-device run (tests/support/device_pair.hpp)
 //   ENCORE_PROPERTY_SEED=S    run only seed S (what a failure prints)
 #include <gtest/gtest.h>
 #include "testing.hpp"

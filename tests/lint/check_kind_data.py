@@ -68,7 +68,7 @@ for layer in LAYERS:
 for b in bad:
     print("kind data outside its kind's files (reach it through the kind's table, src/exec/kind.hpp):", b)
 for f in sorted(OFFENDERS - offending):
-    print(f"{f} reads no kind data any more: remove it from OFFENDERS in tests/check_kind_data.py")
+    print(f"{f} reads no kind data any more: remove it from OFFENDERS in tests/lint/check_kind_data.py")
 ok = not bad and offending == OFFENDERS
 print(f"{len(OFFENDERS)} known offenders; " + ("ok" if ok else "FAILED"))
 sys.exit(0 if ok else 1)

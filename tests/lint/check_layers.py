@@ -44,7 +44,7 @@ for p in files:
     rel = p.relative_to(root).as_posix()
     own = folder(p.relative_to(src).as_posix())
     if own not in LAYER and own not in BACKENDS:
-        bad.append(f"{rel}: src/{own} is in no layer: add it to tests/check_layers.py and docs/layout.md")
+        bad.append(f"{rel}: src/{own} is in no layer: add it to tests/lint/check_layers.py and docs/layout.md")
         continue
     for n, line in enumerate(p.read_text(errors="replace").splitlines(), 1):
         m = include.match(line)
@@ -71,7 +71,7 @@ for p in files:
 for b in bad:
     print("upward include:", b)
 for f, h in sorted(ALLOWED - used):
-    print(f"tests/check_layers.py allows {f} -> {h}, which is no longer there: remove it from ALLOWED")
+    print(f"tests/lint/check_layers.py allows {f} -> {h}, which is no longer there: remove it from ALLOWED")
 ok = not bad and used == ALLOWED
 print(f"{len(files)} files under src/, {len(ALLOWED)} allowed upward include(s); " + ("ok" if ok else "FAILED"))
 sys.exit(0 if ok else 1)

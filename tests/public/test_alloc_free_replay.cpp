@@ -312,7 +312,7 @@ TEST(AllocFreeReplay, NativeItems) {
   EXPECT_EQ(get(jit(xs[1])), seq(kN, 4.f, 2.f));
 }
 
-// Two devices of one context (tests/device_pair.hpp): replay orders the cross-device copies with
+// Two devices of one context (tests/support/device_pair.hpp): replay orders the cross-device copies with
 // markers, barriers and the copies' own events (src/unit/sync.cpp), still allocation-free.
 TEST(AllocFreeReplay, CrossDeviceCopies) {
   NEED_CL();

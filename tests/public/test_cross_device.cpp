@@ -3,7 +3,7 @@
 // item that writes what it reads or overwrites what it reads. Each test holds one device's queue
 // back with a native item waiting on a user event (the "gate"), which makes an ordering mistake
 // deterministic: a copy that does not wait reads stale bytes, and a queue that waits for too much
-// never reaches the probe. Runs on the pair of tests/device_pair.hpp (CI: two PoCL devices of one
+// never reaches the probe. Runs on the pair of tests/support/device_pair.hpp (CI: two PoCL devices of one
 // platform, and two sub-devices of one device); skips without two devices of one context.
 #include <CL/cl.h>
 #include <gtest/gtest.h>
@@ -35,7 +35,7 @@ struct Pair {
   encore::Kernel affine_a, affine_b, bump_b;
 };
 
-// Two OpenCL devices of one context (tests/device_pair.hpp: ENCORE_TEST_DEVICE_SPLIT), or false
+// Two OpenCL devices of one context (tests/support/device_pair.hpp: ENCORE_TEST_DEVICE_SPLIT), or false
 // (the test skips with kNeedsPair).
 constexpr const char* kNeedsPair = "needs two OpenCL devices of one context (POCL_DEVICES=\"pthread pthread\", or a device that splits)";
 bool open_pair(Pair& p) {

@@ -17,7 +17,7 @@
 #include "encore/encore.hpp"
 #include "encore/opencl.hpp"
 #include "jit_env.hpp"
-#include "../src/opencl/cl_queue.hpp"  // header-only, <CL/cl.h> alone
+#include "../../src/opencl/cl_queue.hpp"  // header-only, <CL/cl.h> alone
 
 using encore::Device;
 using encore::Event;

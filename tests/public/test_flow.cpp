@@ -499,7 +499,7 @@ TEST_P(FlowErrors, ASelectWhoseBoundsPickNoAlternativeIsRefused) {
 }
 
 // The trace shows what each replay decided: a host item's values, a branch's alternative, a
-// loop's iterations (ENCORE_DEBUG=2 prints the same lines: tests/test_debug_env.cpp).
+// loop's iterations (ENCORE_DEBUG=2 prints the same lines: tests/public/test_debug_env.cpp).
 TEST_P(FlowErrors, TheTraceShowsEachDecision) {
   Flow& f = flow();
   Device dev = f.dev;

@@ -794,7 +794,7 @@ TEST(TinyJitNull, ValidationOnNullDevice) {
     return y;
   };
   JitOptions strict;
-  strict.max_units = 1;  // another shape is an error, not a unit of its own (tests/test_signatures.cpp)
+  strict.max_units = 1;  // another shape is an error, not a unit of its own (tests/public/test_signatures.cpp)
   TinyJit jit(f, strict);
   Buffer a = make(e.dev, seq(16, 1.f)), b = make(e.dev, seq(16, 2.f)), c = make(e.dev, seq(16, 3.f));
   jit(a, b);

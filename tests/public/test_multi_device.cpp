@@ -4,7 +4,7 @@
 // to the host; splitting a device (ids, contexts, copies to and from the parent, errors, release);
 // cross-device copies ordered against the writes around them on the other queue.
 // Every local device: CI runs it with POCL_DEVICES="pthread pthread"; with one device it skips.
-// The ordering tests run on the pair that ENCORE_TEST_DEVICE_SPLIT names (tests/device_pair.hpp).
+// The ordering tests run on the pair that ENCORE_TEST_DEVICE_SPLIT names (tests/support/device_pair.hpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -6,7 +6,7 @@
 #include "encore/encore.hpp"
 #include "test_util.hpp"
 #include "encore/opencl.hpp"
-#include "../src/opencl/cl_queue.hpp"  // header-only, <CL/cl.h> alone
+#include "../../src/opencl/cl_queue.hpp"  // header-only, <CL/cl.h> alone
 
 namespace {
 
