@@ -146,6 +146,9 @@ struct CaptureAccess {
 };
 
 struct JitCore::State {
+  JitOptions opt;
+  std::shared_ptr<ArenaPool> pool;    // shared with the jit's other units (null: an arena of its own)
+  std::vector<Buffer> outputs;        // captured outputs, in collect_outputs order
   std::unique_ptr<Capture> cap;       // call 1's, while it runs
   std::shared_ptr<Recorder> warm;     // call 0's recording, while it runs
   std::optional<CallRecord> call0;    // call 0 as recorded, until call 1 has been checked against it
@@ -165,7 +168,12 @@ struct JitCore::State {
   std::vector<uint64_t> versions;     // of `state` then the inputs' roots, before the eager run
 };
 
-JitCore::JitCore(JitOptions o) : opt(o), verify_left(o.verify), s_(std::make_unique<State>()) {}
+JitCore::JitCore(const JitOptions& o, std::shared_ptr<ArenaPool> pool)
+    : verify_left_(o.verify), check_closure_(o.capture.check_closure), fresh_outputs_(o.fresh_outputs),
+      s_(std::make_unique<State>()) {
+  s_->opt = o;
+  s_->pool = std::move(pool);
+}
 JitCore::~JitCore() {
   if (s_) stop_recording(s_->warm.get());  // a capture in progress stops with its Capture
 }
@@ -175,11 +183,11 @@ JitCore& JitCore::operator=(JitCore&&) noexcept = default;
 bool JitCore::capture_active() { return current_recorder() != nullptr; }
 
 void JitCore::begin_capture() {
-  s_->cap = std::make_unique<Capture>(opt.unit, opt.capture);
+  s_->cap = std::make_unique<Capture>(s_->opt.unit, s_->opt.capture);
   auto& c = CaptureAccess::state(*s_->cap);  // (Capture::State is private to Capture and its access)
-  c.inputs = args.buffers;
-  for (const HostSpan& h : args.hosts) c.rec->hosts.emplace_back(static_cast<const unsigned char*>(h.data), h.bytes());
-  c.pool = pool;
+  c.inputs = args_.buffers;
+  for (const HostSpan& h : args_.hosts) c.rec->hosts.emplace_back(static_cast<const unsigned char*>(h.data), h.bytes());
+  c.pool = s_->pool;
   c.nothing_recorded =
       "TinyJit: the callable issued no device work during capture (no launch, copy or copyin on this thread); there is nothing to replay";
   if (s_->call0) c.rec->items.reserve(s_->call0->items.size());  // call 1 is likely the same size
@@ -191,9 +199,9 @@ void JitCore::abandon_capture() noexcept { s_->cap.reset(); }
 // call 0 is replayed).
 void JitCore::begin_warmup() {
   s_->call0.reset();
-  if (!opt.capture.check_closure) return;
+  if (!s_->opt.capture.check_closure) return;
   s_->warm = start_recording(true);
-  for (const HostSpan& h : args.hosts) s_->warm->hosts.emplace_back(static_cast<const unsigned char*>(h.data), h.bytes());
+  for (const HostSpan& h : args_.hosts) s_->warm->hosts.emplace_back(static_cast<const unsigned char*>(h.data), h.bytes());
 }
 
 void JitCore::end_warmup(const std::vector<Buffer>& outs) {
@@ -201,7 +209,7 @@ void JitCore::end_warmup(const std::vector<Buffer>& outs) {
   if (!warm) return;
   stop_recording(warm.get());
   // The compact form holds no handles: call 0's temporaries are freed when `warm` goes.
-  s_->call0 = summarize_call(warm->items, args.buffers, outs, warm->id);
+  s_->call0 = summarize_call(warm->items, args_.buffers, outs, warm->id);
 }
 
 void JitCore::abandon_warmup() noexcept {
@@ -218,93 +226,91 @@ void JitCore::end_capture(const std::vector<Buffer>& outs) {
     std::optional<CallRecord> call0 = std::move(s_->call0);
     s_->call0.reset();
     try {
-      check_same_step(*call0, summarize_call(items, args.buffers, outs, id), items, outs);
+      check_same_step(*call0, summarize_call(items, args_.buffers, outs, id), items, outs);
     } catch (...) {
-      calls = 0;  // start over: the next call is a warm-up again, checked against the capture after it
+      calls_ = 0;  // start over: the next call is a warm-up again, checked against the capture after it
       throw;
     }
   };
-  unit = CaptureAccess::end(*cap, &check);
-  outputs = outs;
+  unit_ = CaptureAccess::end(*cap, &check);
+  s_->outputs = outs;
   s_->out_src.assign(outs.size(), {});
-  input_outputs = false;
+  input_outputs_ = false;
   for (size_t k = 0; k < outs.size(); ++k) {
     const Buffer& o = outs[k];
     if (!o) continue;
-    for (size_t s = 0; s < args.buffers.size(); ++s) {
-      const Buffer& in = args.buffers[s];
+    for (size_t s = 0; s < args_.buffers.size(); ++s) {
+      const Buffer& in = args_.buffers[s];
       BufferImpl &oi = *o.impl(), &ii = *in.impl();
       if (oi.root() != ii.root() || oi.offset < ii.offset || oi.offset + oi.nbytes > ii.offset + ii.nbytes) continue;
       auto& src = s_->out_src[k];
       src.slot = static_cast<int64_t>(s);
       src.rel = oi.offset - ii.offset;
-      input_outputs = true;
+      input_outputs_ = true;
       break;
     }
   }
-  s_->scalars = args.scalars;
+  s_->scalars = args_.scalars;
   s_->vars.clear();
   s_->var_slot.clear();
-  for (const BoundVar& v : args.vars) {
+  for (const BoundVar& v : args_.vars) {
     s_->vars.push_back(v.var);
     int64_t slot = -1;
-    for (size_t i = 0; i < unit.num_variables(); ++i)
-      if (unit.variable(i) == v.var) slot = static_cast<int64_t>(i);
+    for (size_t i = 0; i < unit_.num_variables(); ++i)
+      if (unit_.variable(i) == v.var) slot = static_cast<int64_t>(i);
     s_->var_slot.push_back(slot);
   }
   // verify mode: the storages to snapshot. A device that computes nothing (NULL) has nothing to
   // compare: verify is skipped there, with one line saying so.
   s_->state.clear();
-  if (verify_left > 0) {
-    for (const ExecItem& it : unit.items())
+  if (verify_left_ > 0) {
+    for (const ExecItem& it : unit_.items())
       if (it.device().is_null()) {
         log(LogLevel::warning,
             "TinyJit verify skipped: " + it.device().id() + " computes nothing, so replay and eager results cannot be compared");
-        verify_left = 0;
+        verify_left_ = 0;
         break;
       }
-    if (verify_left > 0) s_->state = unit_state_storages(unit);
+    if (verify_left_ > 0) s_->state = unit_state_storages(unit_);
   }
 }
 
 void JitCore::check_and_bind() {
-  if (args.buffers.size() != unit.num_inputs())
-    throw JitError("TinyJit: the capture had " + std::to_string(unit.num_inputs()) + " input buffers, this call passes " +
-                   std::to_string(args.buffers.size()));
-  if (args.scalars.size() != s_->scalars.size())
+  if (args_.buffers.size() != unit_.num_inputs())
+    throw JitError("TinyJit: the capture had " + std::to_string(unit_.num_inputs()) + " input buffers, this call passes " +
+                   std::to_string(args_.buffers.size()));
+  if (args_.scalars.size() != s_->scalars.size())
     throw JitError("TinyJit: the capture had " + std::to_string(s_->scalars.size()) + " scalar arguments, this call passes " +
-                   std::to_string(args.scalars.size()));
-  for (size_t i = 0; i < args.scalars.size(); ++i)
-    if (!(args.scalars[i] == s_->scalars[i]))
+                   std::to_string(args_.scalars.size()));
+  for (size_t i = 0; i < args_.scalars.size(); ++i)
+    if (!(args_.scalars[i] == s_->scalars[i]))
       throw JitError("TinyJit: scalar argument " + std::to_string(i) + " was " + scalar_str(s_->scalars[i]) + " at capture, this call passes " +
-                     scalar_str(args.scalars[i]) + ". Replay cannot see host values: pass a value that varies as a Variable (var.bind(x))");
-  if (args.vars.size() != s_->vars.size())
-    throw JitError("TinyJit: the capture had " + std::to_string(s_->vars.size()) + " variables, this call passes " + std::to_string(args.vars.size()));
-  for (size_t i = 0; i < args.vars.size(); ++i)
-    if (!(args.vars[i].var == s_->vars[i]))
-      throw JitError("TinyJit: variable argument " + std::to_string(i) + " is \"" + args.vars[i].var.name() + "\", the capture had \"" +
+                     scalar_str(args_.scalars[i]) + ". Replay cannot see host values: pass a value that varies as a Variable (var.bind(x))");
+  if (args_.vars.size() != s_->vars.size())
+    throw JitError("TinyJit: the capture had " + std::to_string(s_->vars.size()) + " variables, this call passes " + std::to_string(args_.vars.size()));
+  for (size_t i = 0; i < args_.vars.size(); ++i)
+    if (!(args_.vars[i].var == s_->vars[i]))
+      throw JitError("TinyJit: variable argument " + std::to_string(i) + " is \"" + args_.vars[i].var.name() + "\", the capture had \"" +
                      s_->vars[i].name() + "\"");
-  if (args.hosts.size() != unit.num_host_inputs())
-    throw JitError("TinyJit: the capture had " + std::to_string(unit.num_host_inputs()) + " host span arguments, this call passes " +
-                   std::to_string(args.hosts.size()));
-  for (size_t i = 0; i < args.hosts.size(); ++i) unit.bind_host_input(i, args.hosts[i].data, args.hosts[i].bytes());
-  for (size_t i = 0; i < args.buffers.size(); ++i) unit.bind_input(i, args.buffers[i]);
-  for (size_t i = 0; i < args.vars.size(); ++i) {
+  if (args_.hosts.size() != unit_.num_host_inputs())
+    throw JitError("TinyJit: the capture had " + std::to_string(unit_.num_host_inputs()) + " host span arguments, this call passes " +
+                   std::to_string(args_.hosts.size()));
+  for (size_t i = 0; i < args_.hosts.size(); ++i) unit_.bind_host_input(i, args_.hosts[i].data, args_.hosts[i].bytes());
+  for (size_t i = 0; i < args_.buffers.size(); ++i) unit_.bind_input(i, args_.buffers[i]);
+  for (size_t i = 0; i < args_.vars.size(); ++i) {
     int64_t slot = s_->var_slot[i];
     if (slot < 0) continue;
-    const BoundVar& v = args.vars[i];
-    if (v.var.is_float()) unit.bind_var_f(static_cast<size_t>(slot), v.f);
-    else unit.bind_var(static_cast<size_t>(slot), v.i);
+    const BoundVar& v = args_.vars[i];
+    if (v.var.is_float()) unit_.bind_var_f(static_cast<size_t>(slot), v.f);
+    else unit_.bind_var(static_cast<size_t>(slot), v.i);
   }
 }
 
-void JitCore::replay() { unit(); }
-
 Buffer JitCore::output_now(size_t k) {
   State::OutSrc& src = s_->out_src[k];
-  if (src.slot < 0) return outputs[k];
-  const Buffer& o = outputs[k];
-  return src.views.get(unit.input(static_cast<size_t>(src.slot)), o.dtype(), src.rel, o.count());
+  if (src.slot < 0) return s_->outputs[k];
+  const Buffer& o = s_->outputs[k];
+  return src.views.get(unit_.input(static_cast<size_t>(src.slot)), o.dtype(), src.rel, o.count());
 }
 
 void JitCore::verify_begin() {
@@ -315,14 +321,14 @@ void JitCore::verify_begin() {
     s_->versions.push_back(b.impl()->root()->version.load(std::memory_order_acquire));
   };
   for (const Buffer& b : s_->state) take(b);
-  for (size_t i = 0; i < unit.num_inputs(); ++i) take(unit.input(i).base());
+  for (size_t i = 0; i < unit_.num_inputs(); ++i) take(unit_.input(i).base());
 }
 
 void JitCore::verify_after_eager(const std::vector<Buffer>& eager_outputs) {
   s_->eager_state.clear();
   s_->eager_out.clear();
   for (const Buffer& b : s_->state) s_->eager_state.push_back(read_all(b));
-  for (size_t i = 0; i < unit.num_inputs(); ++i) s_->eager_state.push_back(read_all(unit.input(i).base()));
+  for (size_t i = 0; i < unit_.num_inputs(); ++i) s_->eager_state.push_back(read_all(unit_.input(i).base()));
   for (const Buffer& b : eager_outputs) s_->eager_out.push_back(read_all(b));
   // Restore what the eager run changed, so the replay starts from the same state, and the versions
   // too: the eager run's writes bump them, and a replay that saw them bumped would re-run its
@@ -334,7 +340,7 @@ void JitCore::verify_after_eager(const std::vector<Buffer>& eager_outputs) {
     b.impl()->root()->version.store(s_->versions[k++], std::memory_order_release);
   };
   for (const Buffer& b : s_->state) put(b);
-  for (size_t i = 0; i < unit.num_inputs(); ++i) put(unit.input(i).base());
+  for (size_t i = 0; i < unit_.num_inputs(); ++i) put(unit_.input(i).base());
 }
 
 void JitCore::verify_finish() {
@@ -350,15 +356,15 @@ void JitCore::verify_finish() {
     std::string d = first_difference(b, s_->eager_state[k++], read_all(b));
     if (!d.empty()) fail("state buffer", b, d, frozen);
   }
-  for (size_t i = 0; i < unit.num_inputs(); ++i) {
-    const Buffer& b = unit.input(i);
+  for (size_t i = 0; i < unit_.num_inputs(); ++i) {
+    const Buffer& b = unit_.input(i);
     std::string d = first_difference(b.base(), s_->eager_state[k++], read_all(b.base()));
     // an input that is this step's own output (a decode loop) is overwritten in place by replay
     // where eager execution returns a new buffer: its bytes are checked as the output
-    if (!d.empty() && !unit.is_fresh_output(b)) fail("input " + std::to_string(i), b, d, frozen);
+    if (!d.empty() && !unit_.is_fresh_output(b)) fail("input " + std::to_string(i), b, d, frozen);
   }
   std::vector<Buffer> replay_outputs;  // what this call returns (outputs that are inputs follow the inputs)
-  for (size_t i = 0; i < outputs.size(); ++i) replay_outputs.push_back(output_now(i));
+  for (size_t i = 0; i < s_->outputs.size(); ++i) replay_outputs.push_back(output_now(i));
   if (replay_outputs.size() != s_->eager_out.size())
     throw JitError("TinyJit verify: the eager run returned " + std::to_string(s_->eager_out.size()) + " buffers, the capture " +
                    std::to_string(replay_outputs.size()));
@@ -372,102 +378,11 @@ void JitCore::verify_finish() {
   }
 }
 
-void signature_of(const CallArgs& a, std::vector<SigPart>& out) {
-  out.resize(a.buffers.size() + a.vars.size() + a.hosts.size() + a.keys.size());
-  size_t k = 0;
-  for (const Buffer& b : a.buffers) {
-    BufferImpl* i = b.impl();
-    out[k++] = i ? SigPart{i->dev.get(), i->count, static_cast<uint8_t>(i->dtype), static_cast<uint8_t>(i->base != nullptr)} : SigPart{};
-  }
-  for (const BoundVar& v : a.vars) out[k++] = SigPart{v.var.state(), v.var.is_float() ? 1u : 0u, 0, 2};
-  for (const HostSpan& h : a.hosts) out[k++] = SigPart{nullptr, h.count, h.elem, 3};
-  for (int64_t key : a.keys) out[k++] = SigPart{nullptr, static_cast<uint64_t>(key), 0, 4};
-}
-
-bool has_signature(const CallArgs& a, const std::vector<SigPart>& sig) {
-  if (sig.size() != a.buffers.size() + a.vars.size() + a.hosts.size() + a.keys.size()) return false;
-  const SigPart* p = sig.data();
-  for (const Buffer& b : a.buffers) {
-    const BufferImpl* i = b.impl();
-    if (!(*p++ == (i ? SigPart{i->dev.get(), i->count, static_cast<uint8_t>(i->dtype), static_cast<uint8_t>(i->base != nullptr)} : SigPart{})))
-      return false;
-  }
-  for (const BoundVar& v : a.vars)
-    if (!(*p++ == SigPart{v.var.state(), v.var.is_float() ? 1u : 0u, 0, 2})) return false;
-  for (const HostSpan& h : a.hosts)
-    if (!(*p++ == SigPart{nullptr, h.count, h.elem, 3})) return false;
-  for (int64_t key : a.keys)
-    if (!(*p++ == SigPart{nullptr, static_cast<uint64_t>(key), 0, 4})) return false;
-  return true;
-}
-
-std::string describe_signature(const std::vector<SigPart>& sig) {
-  std::string s;
-  for (const SigPart& p : sig) {
-    if (!s.empty()) s += ", ";
-    if (p.kind == 2) {
-      s += std::string(p.count ? "float " : "") + "variable";
-      continue;
-    }
-    if (p.kind == 3) {
-      s += "host span[" + std::to_string(p.count) + " x " + std::to_string(p.dtype) + " bytes]";
-      continue;
-    }
-    if (p.kind == 4) {
-      s += "key " + std::to_string(static_cast<int64_t>(p.count));
-      continue;
-    }
-    if (!p.what) {
-      s += "null buffer";
-      continue;
-    }
-    s += std::string(name(static_cast<DType>(p.dtype))) + "[" + std::to_string(p.count) + "]" + (p.kind == 1 ? " view" : "") + " on " +
-         static_cast<const DeviceImpl*>(p.what)->info.id;
-  }
-  return s.empty() ? "no inputs" : s;
-}
-
-std::shared_ptr<ArenaPool> make_arena_pool() { return std::make_shared<ArenaPool>(); }
-
 // A bound unit holds its arena (and views of it) in its binding: an arena only the pool still holds
 // is bound to no unit, and goes back to its device's allocator. The units bound to none rebind
 // before their next run (bind_unit) and take a new one; the others keep theirs.
 void ArenaPool::release_unused() {
   std::erase_if(arenas, [](const Buffer& a) { return a.shared_impl().use_count() == 1; });
-}
-
-void jit_note(bool warning, const std::string& line) {
-  log(warning ? LogLevel::warning : LogLevel::info, line);
-}
-
-JitLockGuard::JitLockGuard(JitLock& l, const char* op) : l_(l) {
-  // only this thread stores its own id, so a relaxed load that sees it is this thread's own store
-  if (l.holder.load(std::memory_order_relaxed) == std::this_thread::get_id())
-    throw JitError(std::string("TinyJit ") + op +
-                   " from inside its own step (the step calls the jit that is running it): the step runs under the jit's lock, "
-                   "and a call would deadlock. Call it after the jit's call returns, or use another TinyJit");
-  l.mu.lock();
-  l.holder.store(std::this_thread::get_id(), std::memory_order_relaxed);
-}
-
-JitLockGuard::~JitLockGuard() {
-  l_.holder.store(std::thread::id(), std::memory_order_relaxed);
-  l_.mu.unlock();
-}
-
-void JitCore::reset() {
-  abandon_capture();
-  abandon_warmup();
-  calls = 0;
-  verify_left = opt.verify;
-  unit = ExecutionUnit();
-  outputs.clear();
-  input_outputs = false;
-  s_->out_src.clear();
-  s_->scalars.clear();
-  s_->vars.clear();
-  s_->var_slot.clear();
-  s_->state.clear();
 }
 
 }  // namespace detail
