@@ -18,15 +18,16 @@ docs/python.md is the guide; the names mirror the C++ API (include/encore/*.hpp)
 """
 from ._encore import (  # noqa: F401  (the public names)
     ArgumentError, Buffer, BufferArg, BoundVar, ByValue, Capture, CompileError, Device, DeviceError, DType, Error, Event,
-    ExecutionUnit, JitError, Kernel, KernelParam, Key, LocalMem, OpenCLError, Program, Size, TinyJit, Variable, VariableAs,
-    by_value, ceil_div, dtype, in_, inout, key, numpy_dtype, out, set_log_sink, size_max, size_min,
+    ExecutionUnit, JitError, Kernel, KernelParam, Key, LoadedUnit, LocalMem, OpenCLError, Program, Size, TinyJit, Variable,
+    VariableAs, WorkloadError, by_value, ceil_div, dtype, in_, inout, key, load_unit, numpy_dtype, out, save_unit, set_log_sink,
+    size_max, size_min,
 )
 
 __all__ = [
     "ArgumentError", "Buffer", "BufferArg", "BoundVar", "ByValue", "Capture", "CompileError", "Device", "DeviceError", "DType",
-    "Error", "Event", "ExecutionUnit", "JitError", "Kernel", "KernelParam", "Key", "LocalMem", "OpenCLError", "Program", "Size",
-    "TinyJit", "Variable", "VariableAs", "by_value", "ceil_div", "dtype", "in_", "inout", "jit", "key", "numpy_dtype", "out",
-    "set_log_sink", "size_max", "size_min",
+    "Error", "Event", "ExecutionUnit", "JitError", "Kernel", "KernelParam", "Key", "LoadedUnit", "LocalMem", "OpenCLError",
+    "Program", "Size", "TinyJit", "Variable", "VariableAs", "WorkloadError", "by_value", "ceil_div", "dtype", "in_", "inout", "jit",
+    "key", "load_unit", "numpy_dtype", "out", "save_unit", "set_log_sink", "size_max", "size_min",
 ]
 
 

@@ -1,5 +1,6 @@
 # Type stubs for editors: the extension module's classes as the encore package exposes them.
 import enum
+import os
 from typing import Any, Callable, Optional, Sequence, Tuple, TypeVar, Union, overload
 
 import numpy as np
@@ -18,6 +19,7 @@ class OpenCLError(DeviceError):
 class CompileError(Error):
     log: str
 class JitError(Error): ...
+class WorkloadError(Error): ...
 
 class DType(enum.Enum):
     f16: int; f32: int; f64: int; i8: int; i16: int; i32: int; i64: int
@@ -197,6 +199,16 @@ class Capture:
     items_recorded: int
     def end(self) -> ExecutionUnit: ...
     unit: ExecutionUnit
+
+class LoadedUnit:
+    unit: ExecutionUnit
+    names: list[str]
+    buffers: list[Buffer]
+    from_source: list[str]
+    def buffer(self, name: str) -> Buffer: ...
+
+def save_unit(unit: ExecutionUnit, path: Union[str, "os.PathLike[str]"], name: str = ..., binaries: bool = ...) -> None: ...
+def load_unit(device: Device, path: Union[str, "os.PathLike[str]"], **options: Any) -> LoadedUnit: ...
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <type_traits>
+#include <vector>
 
 #include "encore/encore.hpp"
 
@@ -63,10 +64,20 @@ template <class T, class Fn> void fast_call(py::handle cls, Fn) {
   PyType_Modified(t);
 }
 
+// An ExecutionUnit and the arrays bound as its host inputs (read by every later run).
+struct PyUnit {
+  encore::ExecutionUnit u;
+  std::vector<py::object> host;  // per host slot: the array bound now
+};
+
+// The options TinyJit, Capture and load_unit take as keywords (TypeError naming an unknown one).
+encore::JitOptions jit_options(const py::kwargs& kw);
+
 void init_errors(py::module_& m);
 void init_core(py::module_& m);
 void init_launch(py::module_& m);
 void init_jit(py::module_& m);
 void init_opencl(py::module_& m);
+void init_saved_unit(py::module_& m);  // save_unit, load_unit: only where the harness is built (else they raise)
 
 }  // namespace encore_py

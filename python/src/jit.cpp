@@ -56,6 +56,30 @@ template <> void flatten<encore_py::CallPack>(CallArgs& out, const encore_py::Ca
 
 namespace encore_py {
 
+// (declared in common.hpp: Capture, TinyJit and load_unit take these keywords)
+encore::JitOptions jit_options(const py::kwargs& kw) {
+  encore::JitOptions o = encore::JitOptions::from_env();
+  for (auto [k, v] : kw) {
+    const std::string n = py::str(k);
+    if (n == "enabled") o.enabled = v.cast<bool>();
+    else if (n == "prune") o.unit.prune = v.cast<bool>();
+    else if (n == "plan") o.unit.plan = v.cast<bool>();
+    else if (n == "max_in_flight") o.unit.max_in_flight = v.cast<uint32_t>();
+    else if (n == "min_items_in_flight") o.unit.min_items_in_flight = v.cast<uint32_t>();
+    else if (n == "concurrent") o.unit.concurrent = v.cast<bool>();
+    else if (n == "allow_copyout") o.capture.allow_copyout = v.cast<bool>();
+    else if (n == "check_closure") o.capture.check_closure = v.cast<bool>();
+    else if (n == "check_access") o.capture.check_access = v.cast<bool>();
+    else if (n == "fresh_outputs") o.fresh_outputs = v.cast<bool>();
+    else if (n == "verify") o.verify = v.cast<int>();
+    else if (n == "max_units") o.max_units = v.cast<uint32_t>();
+    else
+      throw py::type_error("TinyJit: unknown option '" + n + "' (enabled, prune, plan, max_in_flight, min_items_in_flight, concurrent, allow_copyout, "
+                           "check_closure, check_access, fresh_outputs, verify, max_units)");
+  }
+  return o;
+}
+
 namespace {
 
 class PyJit;
@@ -78,29 +102,6 @@ const char* shape_name(Shape s) {
     case Shape::list: return "a list of Buffers";
     default: return "nothing yet";
   }
-}
-
-encore::JitOptions jit_options(const py::kwargs& kw) {
-  encore::JitOptions o = encore::JitOptions::from_env();
-  for (auto [k, v] : kw) {
-    const std::string n = py::str(k);
-    if (n == "enabled") o.enabled = v.cast<bool>();
-    else if (n == "prune") o.unit.prune = v.cast<bool>();
-    else if (n == "plan") o.unit.plan = v.cast<bool>();
-    else if (n == "max_in_flight") o.unit.max_in_flight = v.cast<uint32_t>();
-    else if (n == "min_items_in_flight") o.unit.min_items_in_flight = v.cast<uint32_t>();
-    else if (n == "concurrent") o.unit.concurrent = v.cast<bool>();
-    else if (n == "allow_copyout") o.capture.allow_copyout = v.cast<bool>();
-    else if (n == "check_closure") o.capture.check_closure = v.cast<bool>();
-    else if (n == "check_access") o.capture.check_access = v.cast<bool>();
-    else if (n == "fresh_outputs") o.fresh_outputs = v.cast<bool>();
-    else if (n == "verify") o.verify = v.cast<int>();
-    else if (n == "max_units") o.max_units = v.cast<uint32_t>();
-    else
-      throw py::type_error("TinyJit: unknown option '" + n + "' (enabled, prune, plan, max_in_flight, min_items_in_flight, concurrent, allow_copyout, "
-                           "check_closure, check_access, fresh_outputs, verify, max_units)");
-  }
-  return o;
 }
 
 py::dict stats_dict(const encore::UnitStats& s) {
@@ -329,12 +330,6 @@ class PyCapture {
   encore::UnitOptions unit_opt_;
   encore::CaptureOptions cap_opt_;
   std::thread::id thread_;
-};
-
-// An ExecutionUnit and the arrays bound as its host inputs (read by every later run).
-struct PyUnit {
-  encore::ExecutionUnit u;
-  std::vector<py::object> host;  // per host slot: the array bound now
 };
 
 py::object PyCapture::end() {

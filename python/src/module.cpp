@@ -16,4 +16,5 @@ PYBIND11_MODULE(_encore, m) {
   encore_py::init_launch(m);
   encore_py::init_jit(m);
   encore_py::init_opencl(m);
+  encore_py::init_saved_unit(m);
 }
