@@ -162,11 +162,11 @@ void host_bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem
   fb->values.resize(ns);
   fb->old.resize(ns);
   fb->given.resize(ns);
-  x.flow = fb;
+  x.flow = true;
   x.payload = fb;
   x.replay = flow_replay;
 }
-void host_point(BoundItem& x, uint32_t k, uint32_t, BufferImpl* to, NativeMem*) { x.flow->src[k] = to; }
+void host_point(BoundItem& x, uint32_t k, uint32_t, BufferImpl* to, NativeMem*) { payload<FlowBound>(x).src[k] = to; }
 
 // branch and loop -------------------------------------------------------------------------------
 void no_operands(const ExecItem&, std::vector<Operand>&) {}
@@ -186,7 +186,7 @@ void flow_bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem
     at += s;
   }
   fb->starts.push_back(at);
-  x.flow = fb;
+  x.flow = true;
   x.payload = fb;
   x.replay = flow_replay;
 }

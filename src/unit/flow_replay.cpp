@@ -9,7 +9,7 @@
 namespace encore::detail {
 
 void replay_host_item(UnitImpl& u, Binding&, BoundItem& x) {
-  FlowBound& f = *x.flow;
+  FlowBound& f = payload<FlowBound>(x);
   const Flow& fl = *f.flow;
   for (size_t r = 0; r < f.src.size(); ++r) {
     BufferImpl* s = f.src[r];
@@ -47,7 +47,7 @@ void replay_host_item(UnitImpl& u, Binding&, BoundItem& x) {
 }
 
 std::string host_decision(const UnitImpl& u, const BoundItem& x) {
-  const FlowBound& f = *x.flow;
+  const FlowBound& f = payload<FlowBound>(x);
   const Flow& fl = *f.flow;
   if (fl.cond) return f.verdict ? "again" : "stop";
   std::string s;

@@ -149,7 +149,7 @@ template <class Run> static void run_seq(UnitImpl& u, Binding& b, uint32_t i, ui
       ++i;
       continue;
     }
-    FlowBound& f = *x.flow;
+    FlowBound& f = payload<FlowBound>(x);
     const ExecItem& it = u.plan.items[x.item];
     const double t0 = show ? trace_now_us() : 0;
     if (it.kind == ItemKind::host) {
@@ -182,7 +182,7 @@ template <class Run> static void run_seq(UnitImpl& u, Binding& b, uint32_t i, ui
     } else {
       for (int64_t k = 1;; ++k) {
         run_seq(u, b, f.starts[0], f.starts[1], run, nullptr, show);
-        if (!b.items[f.starts[1] - 1].flow->verdict) {
+        if (!payload<FlowBound>(b.items[f.starts[1] - 1]).verdict) {
           if (show) show_decision(it, *x.dev, std::to_string(k) + " iterations", t0);
           break;
         }

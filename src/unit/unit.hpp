@@ -164,7 +164,6 @@ struct BoundItem {
   int32_t ends_device = -1;  // the last replayed item on plan device d with an event of its own: it ends the replay there
   uint32_t item = 0;         // index in the plan
   const KindOps* ops = nullptr;
-  FlowBound* flow = nullptr;  // host, branch, loop: the flow walk's node (its payload); null for every other kind
   // its replay on the device's out-of-order queue after `waits` (n >= 1), setting `*done` (when
   // given) to its event: set by the binds of kinds that can (kernels, fills, copies on one queue);
   // a unit with a replayed item without one replays in order (src/unit/concurrent.cpp)
@@ -175,6 +174,7 @@ struct BoundItem {
   uint32_t wait_at = 0, wait_n = 0;  // its slots in Binding::wait_slots
   bool orders_itself = false;        // takes its waits and signal itself (set by its kind's bind: a peer copy)
   bool finishes = false;             // the finish item of a split-phase call (placed by plan.sync)
+  bool flow = false;                 // host, branch, loop: a node of the flow walk (its payload a FlowBound)
 };
 
 template <class T> T& payload(const BoundItem& x) { return *static_cast<T*>(x.payload); }

@@ -402,7 +402,7 @@ TEST(Capture, ReplayResetsOnlyChangedArguments) {
 // A bound item is a small header; what each kind needs lives in its payload (src/unit/payloads.hpp).
 // The replay loop touches every header on each replay, so the header may not grow back into a union
 // of every kind's fields (it was 216 bytes).
-TEST(BoundItem, IsASmallHeader) { EXPECT_LE(sizeof(encore::detail::BoundItem), 80u); }
+TEST(BoundItem, IsASmallHeader) { EXPECT_LE(sizeof(encore::detail::BoundItem), 72u); }
 
 // Payloads: addresses stay put as the arena grows past a chunk, each object is aligned for its type
 // and in bind order within a chunk, and each is destroyed once, last made first, with the arena.
