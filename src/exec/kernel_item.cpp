@@ -117,14 +117,14 @@ void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) 
       if (s == &st.l[d] && !st.has_local) continue;
       auto use = [&](uint32_t v) {
         auto& users = b.var_sizes[v];
-        if (users.empty() || users.back().out != &kb.ld) users.push_back({x.item, x.dev, kernel, &kb.ld});
+        if (users.empty() || users.back().bound != c.bound) users.push_back({c.bound});
       };
       if (s->expr >= 0)
         for (uint32_t v : p.size_exprs[static_cast<size_t>(s->expr)].vars) use(v);
       else if (s->var >= 0)
         use(static_cast<uint32_t>(s->var));
     }
-  resolve_sizes(p, SizeUse{x.item, x.dev, kernel, &kb.ld}, c.u.vars, kb.ld);
+  resolve_sizes(p, x, c.u.vars, true);
   x.replay_after = replay_after;
 }
 
@@ -152,14 +152,16 @@ static int64_t eval(const Plan& p, const SizeRef& s, const std::vector<VarValue>
   }
 }
 
-void resolve_sizes(const Plan& p, const SizeUse& s, const std::vector<VarValue>& vars, LaunchDims& out) {
-  const PlanStep& st = p.steps[s.item];
+void resolve_sizes(const Plan& p, BoundItem& x, const std::vector<VarValue>& vars, bool apply) {
+  KernelBound& kb = payload<KernelBound>(x);
+  const PlanStep& st = p.steps[x.item];
   int64_t g[3], l[3];
   for (uint32_t d = 0; d < st.dims; ++d) {
     g[d] = eval(p, st.g[d], vars);
     if (st.has_local) l[d] = eval(p, st.l[d], vars);
   }
-  resolve_launch(st.dims, g, st.has_local ? l : nullptr, *s.dev, *s.kernel, out, "replay launch");
+  LaunchDims checked;
+  resolve_launch(st.dims, g, st.has_local ? l : nullptr, *x.dev, *kb.kernel, apply ? kb.ld : checked, "replay launch");
 }
 
 bool run_kernel_eager(KernelImpl& k, const std::vector<Arg>& args, const Sizes& global, const Sizes& local, LaunchDims& ld,

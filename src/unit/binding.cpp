@@ -45,8 +45,7 @@ void set_var(UnitImpl& u, uint32_t slot, VarValue v, bool in_replay) {
   VarValue old = u.vars[slot];
   u.vars[slot] = v;
   try {
-    LaunchDims ld;
-    for (const SizeUse& s : bd->var_sizes[slot]) resolve_sizes(u.plan, s, u.vars, ld);
+    for (const SizeUse& s : bd->var_sizes[slot]) resolve_sizes(u.plan, bd->items[s.bound], u.vars, false);
   } catch (...) {
     u.vars[slot] = old;
     throw;
@@ -68,7 +67,7 @@ void set_var(UnitImpl& u, uint32_t slot, VarValue v, bool in_replay) {
     u.bound.reset();
     throw;
   }
-  for (const SizeUse& s : bd->var_sizes[slot]) resolve_sizes(u.plan, s, u.vars, *s.out);
+  for (const SizeUse& s : bd->var_sizes[slot]) resolve_sizes(u.plan, bd->items[s.bound], u.vars, true);
 }
 
 Buffer ArenaPool::get(const std::shared_ptr<DeviceImpl>& dev, uint64_t bytes) {

@@ -190,10 +190,7 @@ struct VarUse {
   DType as;
 };
 struct SizeUse {
-  uint32_t item;  // plan index (its PlanStep's sizes)
-  DeviceImpl* dev;
-  BackendKernel* kernel;
-  LaunchDims* out;  // in the kernel's payload: re-resolved when the Variable changes
+  uint32_t bound;  // the launch's index in Binding::items: its sizes are re-resolved into its payload when the Variable changes
 };
 // A by-value kernel argument passed from a host input's bytes (Arg::host_slot): set from that
 // slot's bytes bound now before each replay enqueues anything (OpenCL copies them at once).
@@ -347,8 +344,9 @@ void bind_unit(UnitImpl& u);
 // The buffer entry `e` uses when its input slot is bound to `in`.
 Buffer entry_buffer(UnitImpl& u, uint32_t e, const Buffer& in);
 void point_entry(UnitImpl& u, uint32_t e, const Buffer& b);
-// Resolves launch `s`'s sizes (src/exec/kernel_item.cpp) under variable values `vars` into `out` (ArgumentError when invalid).
-void resolve_sizes(const Plan& p, const SizeUse& s, const std::vector<VarValue>& vars, LaunchDims& out);
+// Resolves launch `x`'s sizes (src/exec/kernel_item.cpp) under variable values `vars` (ArgumentError
+// when invalid): into its payload when `apply`, else only checked.
+void resolve_sizes(const Plan& p, BoundItem& x, const std::vector<VarValue>& vars, bool apply);
 // Sets variable `slot` to `v`: every check (bounds of argument types, launch sizes) before any
 // change, so a failure leaves the unit as it was.
 // `in_replay`: a host item's set (flow_replay.cpp): a failure marks the binding for a rebind
