@@ -129,9 +129,6 @@ class ENCORE_API Device {
   }
   // The same with one element's bytes: `value_bytes` must be buf's element size (the C form).
   void fill_bytes(const Buffer& buf, const void* value, size_t value_bytes) const;
-  // Runs native work (see encore::opencl::enqueue_native) over `buffers` (each with its access
-  // stated: in, out, inout): now, and on every replay of a capture that records it.
-  void run_native(std::shared_ptr<const NativeCall> call, std::vector<Arg> buffers, std::string name) const;
   // Steps that decide (encore/control.hpp: the rules, the cost). Eagerly each runs at once; inside
   // a capture each becomes an item of the step, replayed in place.
   // A host item: reads `reads` (blocking, only those bytes), then runs fn, which may set `sets`.

@@ -133,28 +133,12 @@ struct ENCORE_API Arg {
 enum class ItemKind : uint8_t { kernel, copy, upload, native, fill, host, branch, loop };
 
 namespace detail { struct DeviceImpl; struct NativeMem; struct Flow; }
-
-// Work that native code enqueues itself (an OpenCL library such as CLBlast, an engine's kernels),
-// recorded like any item: see encore::opencl::enqueue_native. Its buffers are the item's args.
-struct NativeCall {
-  virtual ~NativeCall() = default;
-  // Enqueues the work on `dev`'s queue over the buffers' memory, in argument order.
-  virtual void run(detail::DeviceImpl& dev, detail::NativeMem* const* mems, size_t n) const = 0;
-  // Split-phase work (a collective): on replay begin() runs at the item's place and must not wait
-  // for the device; finish() runs just before the first later item that touches the same buffers
-  // (or at the end of the step), so items in between that do not depend on it are enqueued first
-  // and overlap with it. Finishes run in the order of the items. run() equals begin(); finish().
-  // cancel() drops a begun call after an error elsewhere in the step.
-  virtual bool split() const { return false; }
-  virtual void begin(detail::DeviceImpl& dev, detail::NativeMem* const* mems, size_t n) const { run(dev, mems, n); }
-  virtual void finish(detail::DeviceImpl& /*dev*/, detail::NativeMem* const* /*mems*/, size_t /*n*/) const {}
-  virtual void cancel(detail::DeviceImpl& /*dev*/) const noexcept {}
-  std::shared_ptr<detail::DeviceImpl> dev;
-};
+// Native work (encore::opencl::enqueue_native, a Communicator collective): the library's own type.
+struct NativeCall;
 
 // A byte range of one storage (base buffer) that an item reads and/or writes.
 struct StorageAccess {
-  detail::BufferImpl* storage = nullptr;  // the base buffer
+  Buffer storage;                         // the base buffer (Buffer::base of buf)
   uint64_t lo = 0, hi = 0;                // byte range [lo, hi)
   Access access = Access::none;
   Buffer buf;                             // the handle as passed (maybe a view)

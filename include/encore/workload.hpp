@@ -285,7 +285,10 @@ struct ENCORE_API LoadedUnit {
   ExecutionUnit unit;
   std::vector<std::string> names;        // per buffer: its name in the file
   std::vector<Buffer> buffers;           // inputs (by slot), state and const, outputs
-  std::vector<std::string> from_source;  // programs compiled from source rather than from their binary
+  // programs not built from their binary: compiled from source, or, in a process that holds the same
+  // program already (same source, options and includes), that program reused, which compiles nothing
+  // and is named here when it was itself built from source
+  std::vector<std::string> from_source;
   // The buffer of that name; ArgumentError listing the names when there is none.
   Buffer buffer(std::string_view name) const;
 };

@@ -10,6 +10,7 @@
 
 #include "encore/exec_item.hpp"
 #include "core/buffer_impl.hpp"
+#include "core/native_call.hpp"
 
 namespace encore::detail {
 

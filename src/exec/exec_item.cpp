@@ -50,7 +50,7 @@ std::vector<StorageAccess> ExecItem::accesses() const {
   out.reserve(ops.size());
   for (const detail::Operand& o : ops) {
     detail::BufferImpl* i = o.buf->impl();
-    out.push_back({i->root(), i->offset, i->offset + i->nbytes, o.access, *o.buf});
+    out.push_back({o.buf->base(), i->offset, i->offset + i->nbytes, o.access, *o.buf});
   }
   return out;
 }

@@ -1,6 +1,7 @@
 // The native kind: work that native code enqueues itself (an OpenCL library, an engine's kernels,
 // a collective) over buffers whose access it states. Split-phase calls (collectives) begin at their
 // place on replay and finish where their results are first needed (src/unit/sync.cpp).
+#include "core/native_call.hpp"
 #include "exec/kind.hpp"
 #include "exec/eager.hpp"
 
@@ -30,7 +31,7 @@ void run_eager(const ExecItem& it) {
   after_eager(it, *it.native->dev, t0);
 }
 
-void submit(const ExecItem& it) { Device(it.native->dev).run_native(it.native, it.args, it.name); }
+void submit(const ExecItem& it) { run_native(Device(it.native->dev), it.native, it.args, it.name); }
 
 // A native call as bound (a split-phase call's begin and finish items share one): the call and its
 // buffers' handles now, in Binding::native_mems (reserved at bind so the pointers stay valid).
@@ -96,20 +97,18 @@ const KindOps native_kind{"native", operands, operand_name, queue, label, title,
 
 }  // namespace encore::detail
 
-namespace encore {
+namespace encore::detail {
 
-using namespace detail;
-
-void Device::run_native(std::shared_ptr<const NativeCall> call, std::vector<Arg> buffers, std::string name) const {
+void run_native(const Device& dev, std::shared_ptr<const NativeCall> call, std::vector<Arg> buffers, std::string name) {
   if (!call) throw ArgumentError("native call: null");
-  if (call->dev != shared_impl()) throw ArgumentError("native call " + name + ": made for another device than " + id());
+  if (call->dev != dev.shared_impl()) throw ArgumentError("native call " + name + ": made for another device than " + dev.id());
   for (size_t i = 0; i < buffers.size(); ++i) {
     const Arg& a = buffers[i];
     std::string where = "native call " + name + " buffer " + std::to_string(i);
     if (a.kind != Arg::Kind::buffer || !a.buf) throw ArgumentError(where + ": expected a buffer (encore::in/out/inout(buf))");
     if (a.access == Access::none)
       throw ArgumentError(where + ": state its access with encore::in, encore::out or encore::inout (encore cannot see what native code does)");
-    if (a.buf.impl()->dev != shared_impl()) throw ArgumentError(where + ": " + a.buf.describe() + " is not on " + id());
+    if (a.buf.impl()->dev != dev.shared_impl()) throw ArgumentError(where + ": " + a.buf.describe() + " is not on " + dev.id());
   }
   ExecItem item;
   item.kind = ItemKind::native;
@@ -120,4 +119,4 @@ void Device::run_native(std::shared_ptr<const NativeCall> call, std::vector<Arg>
   record_item(std::move(item));
 }
 
-}  // namespace encore
+}  // namespace encore::detail

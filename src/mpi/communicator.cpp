@@ -17,6 +17,7 @@
 #include "encore/error.hpp"
 #include "encore/exec_item.hpp"
 #include "core/device_impl.hpp"
+#include "core/native_call.hpp"
 #include "core/owned_event.hpp"
 
 namespace encore {
@@ -229,7 +230,7 @@ void Communicator::allreduce(const Buffer& buf, ReduceOp op) const {
                         " ranks is over 2 GiB");
   if (impl_->rank == 0) call->gathered.resize(call->nbytes * static_cast<size_t>(impl_->size));  // gathered on rank 0 only
   const char* name = op == ReduceOp::sum ? "allreduce(sum)" : op == ReduceOp::mean ? "allreduce(mean)" : "allreduce(max)";
-  buf.device().run_native(std::move(call), {inout(buf)}, name);
+  detail::run_native(buf.device(), std::move(call), {inout(buf)}, name);
 }
 
 void Communicator::broadcast(const Buffer& buf, int root) const {
@@ -239,7 +240,7 @@ void Communicator::broadcast(const Buffer& buf, int root) const {
                         std::to_string(impl_->size));
   call->kind = CollectiveCall::Kind::broadcast;
   call->root = root;
-  buf.device().run_native(std::move(call), {inout(buf)}, "broadcast(root " + std::to_string(root) + ")");
+  detail::run_native(buf.device(), std::move(call), {inout(buf)}, "broadcast(root " + std::to_string(root) + ")");
 }
 
 }  // namespace encore

@@ -4,6 +4,7 @@
 
 #include "cl_device.hpp"
 #include "encore/opencl.hpp"
+#include "core/native_call.hpp"
 #include "core/native_fn_guard.hpp"
 #include "core/buffer_impl.hpp"
 #include "core/event_impl.hpp"
@@ -84,7 +85,7 @@ void enqueue_native(const Device& dev, NativeFn fn, std::vector<BufferArg> buffe
   std::vector<Arg> args;
   args.reserve(buffers.size());
   for (const BufferArg& b : buffers) args.emplace_back(b);
-  dev.run_native(std::move(call), std::move(args), std::move(name));
+  detail::run_native(dev, std::move(call), std::move(args), std::move(name));
 }
 
 cl_event native(const Event& e) {

@@ -15,6 +15,7 @@
 // first needed, so the replay loop stays one plain pass over its items.
 #include <algorithm>
 
+#include "core/native_call.hpp"
 #include "exec/kind.hpp"
 #include "unit/regions.hpp"
 #include "unit/unit.hpp"

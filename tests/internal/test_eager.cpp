@@ -512,9 +512,9 @@ TEST_P(EagerAll, RecordingCapturesLaunchesCopiesAndUploads) {
   EXPECT_EQ(items[1].kind, ItemKind::copy);
   auto ca = items[1].accesses();
   ASSERT_EQ(ca.size(), 2u);
-  EXPECT_EQ(ca[0].storage, x.impl());
+  EXPECT_EQ(ca[0].storage, x);
   EXPECT_EQ(ca[0].access, Access::in);
-  EXPECT_EQ(ca[1].storage, y.impl());
+  EXPECT_EQ(ca[1].storage, y);
   EXPECT_EQ(ca[1].access, Access::out);
   EXPECT_EQ(items[2].kind, ItemKind::upload);
   ASSERT_TRUE(items[2].data);

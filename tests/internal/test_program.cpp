@@ -141,22 +141,22 @@ TEST_P(ProgramAll, AccessesOfARecordedLaunch) {
   auto acc = it.accesses();
   ASSERT_EQ(acc.size(), 7u);  // a b c d e f g: scalars and __local are not storage
   // over storage: views are their base's bytes
-  EXPECT_EQ(acc[0].storage, base.impl());
+  EXPECT_EQ(acc[0].storage, base);
   EXPECT_EQ(acc[0].lo, 0u);
   EXPECT_EQ(acc[0].hi, 128u);
   EXPECT_EQ(acc[0].access, Access::in);
   EXPECT_EQ(acc[0].buf, a);
-  EXPECT_EQ(acc[1].storage, base.impl());
+  EXPECT_EQ(acc[1].storage, base);
   EXPECT_EQ(acc[1].lo, 256u);
   EXPECT_EQ(acc[1].hi, 384u);
   EXPECT_EQ(acc[1].access, Access::inout);
-  EXPECT_EQ(acc[2].storage, c.impl());
+  EXPECT_EQ(acc[2].storage, c);
   EXPECT_EQ(acc[2].access, Access::in);
   EXPECT_EQ(acc[3].lo, 512u);
   EXPECT_EQ(acc[3].hi, 640u);
   EXPECT_EQ(acc[3].access, Access::out) << "an explicit access wins";
   EXPECT_EQ(acc[4].access, Access::in);
-  EXPECT_EQ(acc[4].storage, e.impl());
+  EXPECT_EQ(acc[4].storage, e);
   EXPECT_EQ(acc[5].access, Access::in);
   EXPECT_EQ(acc[6].access, Access::in);
   // the args carry their resolved access

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "encore/encore.hpp"
+#include "core/native_call.hpp"
 
 using encore::Buffer;
 using encore::TinyJit;
@@ -44,7 +45,7 @@ struct Fixture {
   std::shared_ptr<Log> log = std::make_shared<Log>();
   Buffer a = dev.alloc<float>(64), b = dev.alloc<float>(64), c = dev.alloc<float>(64);
   void call(const std::string& name, bool split, const Buffer& buf) {
-    dev.run_native(std::make_shared<Logged>(dev, log, name, split), {encore::inout(buf)}, name);
+    encore::detail::run_native(dev, std::make_shared<Logged>(dev, log, name, split), {encore::inout(buf)}, name);
   }
   // the log of one replay (calls 0 and 1 run eagerly: split calls run whole there)
   template <class J> std::vector<std::string> replay(J& jit, const Buffer& x) {
