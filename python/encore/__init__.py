@@ -19,15 +19,16 @@ docs/python.md is the guide; the names mirror the C++ API (include/encore/*.hpp)
 from ._encore import (  # noqa: F401  (the public names)
     ArgumentError, Buffer, BufferArg, BoundVar, ByValue, Capture, CompileError, Device, DeviceError, DType, Error, Event,
     ExecutionUnit, JitError, Kernel, KernelParam, Key, LoadedUnit, LocalMem, OpenCLError, Program, Size, TinyJit, Variable,
-    VariableAs, WorkloadError, by_value, ceil_div, dtype, in_, inout, key, load_unit, numpy_dtype, out, save_unit, set_log_sink,
-    size_max, size_min,
+    VariableAs, WorkloadError, by_value, ceil_div, dtype, has_saved_units, in_, inout, key, load_unit, numpy_dtype, out, save_unit,
+    set_log_sink, size_max, size_min,
 )
 
 __all__ = [
-    "ArgumentError", "Buffer", "BufferArg", "BoundVar", "ByValue", "Capture", "CompileError", "Device", "DeviceError", "DType",
-    "Error", "Event", "ExecutionUnit", "JitError", "Kernel", "KernelParam", "Key", "LoadedUnit", "LocalMem", "OpenCLError",
-    "Program", "Size", "TinyJit", "Variable", "VariableAs", "WorkloadError", "by_value", "ceil_div", "dtype", "in_", "inout", "jit",
-    "key", "load_unit", "numpy_dtype", "out", "save_unit", "set_log_sink", "size_max", "size_min",
+    "ArgumentError", "Buffer", "BufferArg", "BoundVar", "ByValue", "Capture", "CompileError", "Device", "DeviceError",
+    "DType", "Error", "Event", "ExecutionUnit", "JitError", "Kernel", "KernelParam", "Key", "LoadedUnit", "LocalMem",
+    "OpenCLError", "Program", "Size", "TinyJit", "Variable", "VariableAs", "WorkloadError", "by_value", "ceil_div",
+    "dtype", "has_saved_units", "in_", "inout", "jit", "key", "load_unit", "numpy_dtype", "out", "save_unit",
+    "set_log_sink", "size_max", "size_min",
 ]
 
 

@@ -66,6 +66,7 @@ struct PyLoaded {
 
 void init_saved_unit(py::module_& m) {
   add_workload_error(m);
+  m.attr("has_saved_units") = true;
   // registered after init_errors' translator, so tried before it
   py::register_exception_translator([](std::exception_ptr p) {
     try {
@@ -128,6 +129,7 @@ struct NoLoadedUnit {};
 
 void init_saved_unit(py::module_& m) {
   add_workload_error(m);
+  m.attr("has_saved_units") = false;
   py::class_<NoLoadedUnit>(m, "LoadedUnit", "What load_unit returns; this build has none (built with -Dharness=false).");
   auto unavailable = [](const py::args&, const py::kwargs&) {
     throw encore::Error("save_unit/load_unit: this build of encore has no workload support (built with -Dharness=false, as the wheel is); "

@@ -11,6 +11,9 @@ import pytest
 
 import encore
 
+# a build without the harness (the wheel: -Dharness=false) has no saved units: they raise, saying so
+needs_saved_units = pytest.mark.skipif(not encore.has_saved_units, reason="built without the harness (-Dharness=false)")
+
 SRC = """__kernel void axpb(__global float* x, __global float* y, __global float* acc) {
   size_t i = get_global_id(0);
   y[i] = 2 * x[i] + 1;
@@ -37,6 +40,7 @@ def expected(x0, acc0, steps):
     return y, acc0 + steps * y
 
 
+@needs_saved_units
 def test_saved_unit_replays_what_was_captured(cl, tmp_path):
     unit, x, y, acc = capture_step(cl)
     unit()  # one replay before saving: acc holds one step's sum (capture ran it once too)
@@ -66,6 +70,7 @@ def test_saved_unit_replays_what_was_captured(cl, tmp_path):
     assert np.array_equal(acc.copyout(), acc_saved)
 
 
+@needs_saved_units
 def test_saved_unit_starts_without_compiling_in_a_fresh_process(cl, tmp_path):
     unit, x, _, _ = capture_step(cl)
     path = tmp_path / "step.json"
@@ -83,6 +88,7 @@ def test_saved_unit_starts_without_compiling_in_a_fresh_process(cl, tmp_path):
     assert r.stdout.strip() == "[] [1.0, 3.0, 5.0]"
 
 
+@needs_saved_units
 def test_damaged_binary_falls_back_to_source_and_says_so(cl, tmp_path):
     unit, _, _, _ = capture_step(cl)
     path = tmp_path / "step.json"
@@ -103,6 +109,7 @@ def test_damaged_binary_falls_back_to_source_and_says_so(cl, tmp_path):
     assert r.stdout.strip() == "['p0'] [1.0, 3.0, 5.0]"  # compiled from source, never the damaged bytes
 
 
+@needs_saved_units
 def test_save_without_binaries_and_load_on_null(null, tmp_path):
     unit, _, _, _ = capture_step(null)
     path = tmp_path / "s.json"
@@ -113,6 +120,7 @@ def test_save_without_binaries_and_load_on_null(null, tmp_path):
     assert loaded.from_source == []  # NULL compiles nothing
 
 
+@needs_saved_units
 def test_refusals_are_encore_errors(null, tmp_path):
     unit, _, _, _ = capture_step(null)
     path = tmp_path / "s.json"
@@ -131,3 +139,10 @@ def test_refusals_are_encore_errors(null, tmp_path):
     assert isinstance(e.value, encore.Error)
     with pytest.raises(encore.WorkloadError):
         encore.load_unit(null, tmp_path / "missing.json")
+
+
+@pytest.mark.skipif(encore.has_saved_units, reason="this build has saved units")
+def test_without_the_harness_they_raise_saying_why(null):
+    for call in (lambda: encore.save_unit(None, "x.json"), lambda: encore.load_unit(null, "x.json")):
+        with pytest.raises(encore.Error, match="-Dharness=false"):
+            call()
