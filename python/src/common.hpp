@@ -70,6 +70,10 @@ struct PyUnit {
   std::vector<py::object> host;  // per host slot: the array bound now
 };
 
+// The unit of a TinyJit (its last call's signature's), null when `h` is no TinyJit; JitError when it
+// has captured none yet.
+const encore::ExecutionUnit* jit_unit(py::handle h);
+
 // The options TinyJit, Capture and load_unit take as keywords (TypeError naming an unknown one).
 encore::JitOptions jit_options(const py::kwargs& kw);
 

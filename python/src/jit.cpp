@@ -345,6 +345,15 @@ py::object PyCapture::end() {
 
 }  // namespace
 
+const encore::ExecutionUnit* jit_unit(py::handle h) {
+  PyJit* j = fast_cast<PyJit>(h);
+  if (!j) return nullptr;
+  if (j->jit.calls() < 2)
+    throw encore::JitError("TinyJit: no captured unit yet (the last call's signature has made " + std::to_string(j->jit.calls()) +
+                           " calls; its call 2 is the first replay)");
+  return &j->jit.unit();
+}
+
 void init_jit(py::module_& m) {
   py::class_<encore::Key>(m, "Key", "A host value that picks which work a jit step does: part of the call's signature (one unit per value).")
       .def_readonly("value", &encore::Key::value)

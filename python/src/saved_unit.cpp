@@ -78,15 +78,21 @@ void init_saved_unit(py::module_& m) {
 
   m.def(
       "save_unit",
-      [](const PyUnit& pu, const std::filesystem::path& path, const std::string& name, bool binaries) {
+      [](const py::object& unit, const std::filesystem::path& path, const std::string& name, bool binaries) {
+        const encore::ExecutionUnit* u = jit_unit(unit);
+        if (!u) {
+          PyUnit* pu = fast_cast<PyUnit>(unit);
+          if (!pu) throw py::type_error("save_unit: expected an encore.ExecutionUnit or an encore.TinyJit, got " + std::string(Py_TYPE(unit.ptr())->tp_name));
+          u = &pu->u;
+        }
         encore::workload::SaveOptions o;
         o.name = name;
         o.binaries = binaries;
         py::gil_scoped_release nogil;
-        encore::workload::save_workload(pu.u, path, o);
+        encore::workload::save_workload(*u, path, o);
       },
       py::arg("unit"), py::arg("path"), py::arg("name") = "", py::arg("binaries") = true,
-      "Writes a captured unit as a workload file (inputs, state and outputs with their bytes now) and, with binaries, each program's "
+      "Writes a captured unit (an ExecutionUnit, or a TinyJit's: its last call's signature's, not while another thread calls it) as a workload file (inputs, state and outputs with their bytes now) and, with binaries, each program's "
       "device binary beside it (PATH's stem.data/), so load_unit starts without compiling.");
 
   py::class_<PyLoaded>(m, "LoadedUnit", "A saved unit loaded by load_unit: .unit replays at its first call; .buffer(name) is a buffer the file named.")

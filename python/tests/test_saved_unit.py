@@ -146,3 +146,32 @@ def test_without_the_harness_they_raise_saying_why(null):
     for call in (lambda: encore.save_unit(None, "x.json"), lambda: encore.load_unit(null, "x.json")):
         with pytest.raises(encore.Error, match="-Dharness=false"):
             call()
+
+
+@needs_saved_units
+def test_a_jits_unit_saves_and_loads(cl, tmp_path):
+    k = cl.compile(SRC).kernel("axpb")
+    acc = cl.alloc(np.zeros(N, np.float32))
+
+    @encore.jit
+    def step(x):
+        y = cl.alloc(np.float32, N)
+        cl.launch(k, N, None, x, y, acc)
+        return y
+
+    x = cl.alloc(np.arange(N, dtype=np.float32))
+    with pytest.raises(encore.JitError, match="no captured unit yet"):
+        step(x)
+        encore.save_unit(step, tmp_path / "early.json")  # after call 0: nothing captured
+    step(x)
+    step(x)  # call 2: the first replay
+    encore.save_unit(step, tmp_path / "jit.json")
+    acc_saved = acc.copyout()
+    loaded = encore.load_unit(cl, tmp_path / "jit.json")
+    loaded.unit()
+    ey, eacc = expected(x.copyout(), acc_saved, 1)
+    assert np.array_equal(loaded.unit.outputs[0].copyout(), ey)
+    assert any(np.array_equal(b.copyout(), eacc) for b in loaded.buffers)
+    assert np.array_equal(acc.copyout(), acc_saved)  # the jit's own state is untouched
+    with pytest.raises(TypeError, match="expected an encore.ExecutionUnit or an encore.TinyJit"):
+        encore.save_unit(42, tmp_path / "x.json")
