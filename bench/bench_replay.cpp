@@ -449,38 +449,43 @@ void BM_stencil_null(benchmark::State& state) {
 
 // ---- independent chains: concurrent replay ---------------------------------------------------------
 // A step of kWide independent chains of kDeep small kernels (one work group of kLocal items each,
-// in place: y = y * 1.0001f + 0.5f), chain by chain: replay with concurrent replay (the default:
-// PoCL's out-of-order queue, each kernel waiting for the one before it in its chain) and with it
-// off, each against the hand-written in-order loop of the same kernels, step by step in one loop
-// (run_paired). range(0): 1 concurrent (the default), 0 off.
+// in place: `reps` times y = y * 1.0001f + 0.5f), chain by chain: replay with concurrent replay
+// (the device's lanes: each chain on one, in queue order) and with it off, each against the
+// hand-written in-order loop of the same kernels, step by step in one loop (run_paired).
+// range(0): 1 concurrent, 0 off; range(1): reps, 1 (a kernel of a few microseconds on PoCL: launch
+// cost only) or 128 (tens of microseconds: work a second core can take).
 constexpr int kWide = 8, kDeep = 10;
 constexpr const char* kWideSrc =
-    "__kernel void inplace(__global float* y) { size_t i = get_global_id(0); y[i] = y[i] * 1.0001f + 0.5f; }";
+    "__kernel void inplace(__global float* y, int reps) {\n"
+    "  size_t i = get_global_id(0); float v = y[i];\n"
+    "  for (int r = 0; r < reps; ++r) v = v * 1.0001f + 0.5f;\n"
+    "  y[i] = v; }";
 
 struct Wide {
   encore::Device dev;
   encore::Kernel k;
+  int reps = 1;
   void operator()(const std::vector<encore::Buffer>& ys) const {
     for (const encore::Buffer& y : ys)
-      for (int d = 0; d < kDeep; ++d) dev.launch(k, {kLocal}, {kLocal}, y);
+      for (int d = 0; d < kDeep; ++d) dev.launch(k, {kLocal}, {kLocal}, y, reps);
   }
 };
 
 struct WideReplay {
   encore::Device dev = encore::Device::open();
-  Wide w{dev, dev.compile(kWideSrc).kernel("inplace")};
+  encore::Kernel k = dev.compile(kWideSrc).kernel("inplace");
   std::vector<encore::Buffer> ys;
-  std::map<int64_t, std::unique_ptr<encore::TinyJit<Wide>>> jits;
+  std::map<std::pair<int64_t, int64_t>, std::unique_ptr<encore::TinyJit<Wide>>> jits;
   WideReplay() {
     for (int c = 0; c < kWide; ++c) ys.push_back(dev.alloc<float>(kLocal));
     for (auto& y : ys) y.copyin(std::vector<float>(kLocal, 1.f));
   }
-  encore::TinyJit<Wide>& jit(int64_t concurrent) {
-    auto& j = jits[concurrent];
+  encore::TinyJit<Wide>& jit(int64_t concurrent, int64_t reps) {
+    auto& j = jits[{concurrent, reps}];
     if (!j) {
       encore::JitOptions o;
       o.unit.concurrent = concurrent != 0;
-      j = std::make_unique<encore::TinyJit<Wide>>(w, o);
+      j = std::make_unique<encore::TinyJit<Wide>>(Wide{dev, k, static_cast<int>(reps)}, o);
       for (int i = 0; i < 4; ++i) (*j)(ys);
       if (j->unit().stats().chains != static_cast<size_t>(kWide)) die("the wide step is not 8 chains");
     }
@@ -505,9 +510,10 @@ struct WideHand {
       CHECK(err);
     }
   }
-  // one kernel object, its argument set before each chain (as a hand-written loop would)
-  void run() {
+  // one kernel object, its arguments set before each chain (as a hand-written loop would)
+  void run(int reps) {
     const size_t g = kLocal, l = kLocal;
+    CHECK(clSetKernelArg(k, 1, sizeof(int), &reps));
     for (cl_mem& y : ys) {
       CHECK(clSetKernelArg(k, 0, sizeof(cl_mem), &y));
       for (int d = 0; d < kDeep; ++d) CHECK(clEnqueueNDRangeKernel(base.q, k, 1, nullptr, &g, &l, 0, nullptr, nullptr));
@@ -523,12 +529,13 @@ struct WideHand {
 void BM_wide_paired(benchmark::State& state) {
   WideReplay& r = WideReplay::get();
   WideHand& h = WideHand::get();
-  encore::TinyJit<Wide>& j = r.jit(state.range(0));
+  const int reps = static_cast<int>(state.range(1));
+  encore::TinyJit<Wide>& j = r.jit(state.range(0), reps);
   auto replay = [&] {
     j(r.ys);
     r.dev.synchronize();
   };
-  auto hand = [&] { h.run(); };
+  auto hand = [&] { h.run(reps); };
   run_paired(state, replay, hand);
 }
 
@@ -612,10 +619,12 @@ class SummaryReporter : public benchmark::ConsoleReporter {
       if (auto it = ratios_.find(std::string("stencil_paired/") + arg); it != ratios_.end())
         std::printf("launch-bound stencil (%s), replay and hand in one loop, replay/hand of the median runs: %s, host %s\n", what,
                     range(it->second).c_str(), range(host_ratios_.at(it->first)).c_str());
-    for (auto [arg, what] : {std::pair{"1", "concurrent replay"}, {"0", "in-order replay"}})
-      if (auto it = ratios_.find(std::string("wide_paired/") + arg); it != ratios_.end())
-        std::printf("CL, %d independent chains of %d one-group kernels, %s and hand in one loop, replay/hand of the median steps: %s, host %s\n",
-                    kWide, kDeep, what, range(it->second).c_str(), range(host_ratios_.at(it->first)).c_str());
+    for (const char* reps : {"1", "128"})
+      for (auto [arg, what] : {std::pair{"1", "concurrent replay"}, {"0", "in-order replay"}})
+        if (auto it = ratios_.find(std::string("wide_paired/") + arg + "/" + reps); it != ratios_.end())
+          std::printf("CL, %d independent chains of %d one-group kernels (%s multiply-adds per item), %s and hand in one loop, replay/hand of "
+                      "the median steps: %s, host %s\n",
+                      kWide, kDeep, reps, what, range(it->second).c_str(), range(host_ratios_.at(it->first)).c_str());
     for (int K : kChains)
       if (auto it = ratios_.find(name("paired", "CL", K)); it != ratios_.end())
         std::printf("CL, K = %d, replay and hand step by step in one loop, replay/hand of the median steps: %s, host %s\n", K,
@@ -677,7 +686,7 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark("stencil_replay", BM_stencil_replay)->Arg(-1)->Arg(3)->Arg(0)->UseRealTime();
     benchmark::RegisterBenchmark("stencil_hand", BM_stencil_hand)->UseRealTime();
     benchmark::RegisterBenchmark("stencil_paired", BM_stencil_paired)->Arg(-1)->Arg(0)->UseRealTime();
-    benchmark::RegisterBenchmark("wide_paired", BM_wide_paired)->Arg(1)->Arg(0)->UseRealTime();
+    benchmark::RegisterBenchmark("wide_paired", BM_wide_paired)->Args({1, 1})->Args({0, 1})->Args({1, 128})->Args({0, 128})->UseRealTime();
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

@@ -367,9 +367,9 @@ typedef struct encore_unit_options {
                                    items' worth, at most 256 replays (default 64; 0: exactly
                                    max_in_flight) */
   uint32_t reserved0; /* the first release's struct ended with padding here: ignored */
-  int concurrent;     /* replay independent items concurrently where the device has an out-of-order
-                         queue and the step at least two independent chains (default 0; see
-                         UnitOptions::concurrent) */
+  int concurrent;     /* replay independent items concurrently where the device gives more than
+                         one queue and the step has at least two independent chains (default 0;
+                         see UnitOptions::concurrent) */
 } encore_unit_options;
 
 /* Fills the first `size` bytes of *opt with the defaults (prune and plan on) and sets opt->size:

@@ -42,16 +42,20 @@ struct UnitOptions {
   // (replays share waits in groups), and a loop that waits for the whole queue every call takes no
   // event at all: docs/engines-and-c-api.md ("bounded work in flight").
   uint32_t min_items_in_flight = 64;
-  // Replay independent items of a step concurrently (docs/performance.md): on a device with an
-  // out-of-order queue (PoCL has one; NULL has none), a step whose replayed items form at least two
-  // independent chains (UnitStats::chains) is enqueued there, each item waiting only for the items
-  // it depends on over byte ranges (reads after writes, writes after reads and writes, temps that
-  // share arena bytes included), ordered after the work queued before the run and before the work
-  // queued after it. A step of one chain, a step that decides (host items, branches, loops), one
-  // over several devices, with an upload or a native call, a replay that re-runs one-time items,
-  // and ENCORE_DEBUG=2 or a trace keep the in-order path. The results are the same either way.
-  // Off by default: on PoCL 3.1 on a busy 2-core machine it measured slower than the in-order loop
-  // (8 chains of 10 kernels: 1.13-1.34x a hand-written loop, against 1.06x in order).
+  // Replay independent items of a step concurrently (docs/performance.md): on a device that gives
+  // more than one in-order queue (PoCL does; NULL has one), a step whose replayed items form at
+  // least two independent chains (UnitStats::chains) is dealt over up to one queue per compute unit
+  // (2 to 8), each chain on one queue in step order, an item waiting through events only for the
+  // items of other queues it depends on over byte ranges (reads after writes, writes after reads
+  // and writes, temps that share arena bytes included), all ordered after the work queued before
+  // the run and before the work queued after it. A step of one chain, a step that decides (host
+  // items, branches, loops), one over several devices, with an upload or a native call, a replay
+  // that re-runs one-time items, and ENCORE_DEBUG=2 or a trace keep the in-order path. The results
+  // are the same either way. The arena then keeps independent chains' temps apart (more bytes,
+  // UnitStats::temp_bytes_planned), so that the chains need not wait for each other. Off by default: on PoCL 3.1 (2 cores) it pays only where kernels carry
+  // work a second core can take (8 chains of 10 one-group kernels of 128 multiply-adds per item:
+  // 0.42x a hand-written loop) and costs a little on launch-bound steps (the same of 1: 1.06x,
+  // 1.04x in order), and nothing when no core is idle.
   bool concurrent = false;
   // Throws ArgumentError naming the field, what is allowed and what was found: max_in_flight at
   // most 1024 (each replay in flight holds an event per device: a garbage bound would allocate

@@ -400,5 +400,5 @@ def test_concurrent_option_reaches_the_unit(cl, concurrent):
                PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.dirname(encore.__file__)), os.environ.get("PYTHONPATH", "")]))
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    want = "concurrent, on the device's out-of-order queue" if concurrent else "in order (UnitOptions::concurrent is off)"
+    want = "concurrent, on 2 lanes (in-order queues)" if concurrent else "in order (UnitOptions::concurrent is off)"
     assert "replay: " + want in r.stderr, r.stderr

@@ -112,22 +112,29 @@ class QueueBackend {
   }
   // Waits until everything enqueued so far has completed.
   virtual void finish_queue() = 0;
-  // A second queue of this device whose commands run out of order, each after its wait list: the
-  // replay of independent items (src/unit/concurrent.cpp). Opened at the first call (a unit's bind,
-  // never a replay); false where the device offers none (NULL; OpenCL without
-  // CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE). Thread-safe. The calls below run on that queue, each
-  // after `waits` (`n` of them, null entries skipped; events of this context), setting `*done` (when
-  // given) to its own event; they are called only after open_concurrent returned true.
-  virtual bool open_concurrent() { return false; }
-  virtual void launch_after(BackendKernel& k, uint32_t dims, const size_t* global, const size_t* local, NativeEvent* const* waits,
-                            uint32_t n, NativeEvent** done);
-  virtual void fill_after(NativeMem* root, size_t offset, const void* pattern, size_t pattern_bytes, size_t bytes, NativeEvent* const* waits,
-                          uint32_t n, NativeEvent** done);
-  virtual void copy_after(NativeMem* dst_root, size_t dst_off, NativeMem* src_root, size_t src_off, size_t bytes, NativeEvent* const* waits,
-                          uint32_t n, NativeEvent** done);
-  // A marker on that queue after `waits` (n == 0: after every command enqueued on it so far),
+  // Lanes: more in-order queues of this device beside its own (lane 0), for the replay of
+  // independent items (src/unit/concurrent.cpp): each lane runs its commands in order, the lanes run
+  // at once, and an item waits for items of other lanes through their events. Several in-order
+  // queues rather than one out-of-order queue: on PoCL 3.1 eight independent chains of small
+  // kernels ran 0.90x on two in-order queues and 1.07x on one out-of-order queue (docs/performance.md),
+  // and in-order queues are the concurrency every OpenCL driver offers. open_lanes opens up to
+  // `want` lanes in all (lane 0 included) at the first call that wants more (a unit's bind, never a
+  // replay) and returns how many there are, at least 1 (NULL: just lane 0). Thread-safe. The calls
+  // below enqueue on lane `lane` (< what open_lanes returned) after `waits` (`n` of them, null
+  // entries skipped; events of this context), setting `*done` (when given) to the command's own
+  // event, not flushed (flush_lane).
+  virtual uint32_t open_lanes(uint32_t /*want*/) { return 1; }
+  virtual void launch_after(uint32_t lane, BackendKernel& k, uint32_t dims, const size_t* global, const size_t* local,
+                            NativeEvent* const* waits, uint32_t n, NativeEvent** done);
+  virtual void fill_after(uint32_t lane, NativeMem* root, size_t offset, const void* pattern, size_t pattern_bytes, size_t bytes,
+                          NativeEvent* const* waits, uint32_t n, NativeEvent** done);
+  virtual void copy_after(uint32_t lane, NativeMem* dst_root, size_t dst_off, NativeMem* src_root, size_t src_off, size_t bytes,
+                          NativeEvent* const* waits, uint32_t n, NativeEvent** done);
+  // A marker on lane `lane` after `waits` (n == 0: after every command enqueued on it so far),
   // submitted (flushed), so that a wait for it on another queue or the host cannot stall.
-  virtual NativeEvent* marker_after(NativeEvent* const* waits, uint32_t n);
+  virtual NativeEvent* marker_after(uint32_t lane, NativeEvent* const* waits, uint32_t n);
+  // Submits what is queued on lane `lane`: before another lane's command waits for its events.
+  virtual void flush_lane(uint32_t lane);
   // Later work on this queue waits for `events` without blocking the host where the backend can
   // (events of its own context); others are waited for on the host first.
   virtual void enqueue_wait(std::span<const Event> events) {

@@ -45,20 +45,20 @@ void QueueBackend::copy_peer(const DeviceImpl& src_dev, NativeMem*, size_t, Nati
                              NativeEvent**) {
   throw Error("internal error: copy_peer from " + src_dev.info.id + " on a backend without async peers");
 }
-// only backends with an out-of-order queue (open_concurrent) replay items concurrently
-[[noreturn]] static void no_concurrent_queue() { throw Error("internal error: a concurrent replay on a backend without an out-of-order queue"); }
-void QueueBackend::launch_after(BackendKernel&, uint32_t, const size_t*, const size_t*, NativeEvent* const*, uint32_t, NativeEvent**) {
-  no_concurrent_queue();
+// only backends with lanes beside their queue (open_lanes) replay items concurrently
+[[noreturn]] static void no_lanes() { throw Error("internal error: a concurrent replay on a backend without lanes"); }
+void QueueBackend::launch_after(uint32_t, BackendKernel&, uint32_t, const size_t*, const size_t*, NativeEvent* const*, uint32_t,
+                                NativeEvent**) {
+  no_lanes();
 }
-void QueueBackend::fill_after(NativeMem*, size_t, const void*, size_t, size_t, NativeEvent* const*, uint32_t, NativeEvent**) {
-  no_concurrent_queue();
+void QueueBackend::fill_after(uint32_t, NativeMem*, size_t, const void*, size_t, size_t, NativeEvent* const*, uint32_t, NativeEvent**) {
+  no_lanes();
 }
-void QueueBackend::copy_after(NativeMem*, size_t, NativeMem*, size_t, size_t, NativeEvent* const*, uint32_t, NativeEvent**) {
-  no_concurrent_queue();
+void QueueBackend::copy_after(uint32_t, NativeMem*, size_t, NativeMem*, size_t, size_t, NativeEvent* const*, uint32_t, NativeEvent**) {
+  no_lanes();
 }
-NativeEvent* QueueBackend::marker_after(NativeEvent* const*, uint32_t) {
-  no_concurrent_queue();
-}
+NativeEvent* QueueBackend::marker_after(uint32_t, NativeEvent* const*, uint32_t) { no_lanes(); }
+void QueueBackend::flush_lane(uint32_t) { no_lanes(); }
 bool DeviceImpl::device_clock(uint64_t* ns) {
   if (!profiling) return false;  // no marker, no wait: the caller times on the host
   OwnedEvent ev(this, enqueue_marker());

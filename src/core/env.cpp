@@ -63,6 +63,8 @@ const std::string& profile() {
   return path;
 }
 
+bool infer_access() { return flag("ENCORE_INFER_ACCESS", true); }
+
 bool check_signatures() {
   static const bool on = flag("ENCORE_CHECK_SIGNATURES", false);
   return on;

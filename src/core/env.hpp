@@ -9,6 +9,8 @@
 //   ENCORE_JIT=0       TinyJit calls run eagerly (JitOptions::from_env)         each from_env
 //   ENCORE_VERIFY=N    check the first N replays against eager runs (from_env)  each from_env
 //   ENCORE_PROFILING=1 OpenCL queues with profiling                             each queue made
+//   ENCORE_INFER_ACCESS=0  pointers without const count as inout, as before     each compile
+//                      access was inferred from kernel bodies (for comparing)
 //   ENCORE_DEBUG=1|2   capture summaries / one line per item run                once per process
 //   ENCORE_LOG=off|error|warn|info|debug  what is printed (default warn; info
 //                      under ENCORE_DEBUG=1, debug under 2); when set it also
@@ -33,6 +35,7 @@ bool profiling();                 // ENCORE_PROFILING set and not "0", or ENCORE
 int debug();                      // ENCORE_DEBUG: 0, 1 or 2 (a larger number counts as 2)
 const std::string& profile();     // ENCORE_PROFILE: the trace file; "" when unset
 bool check_signatures();          // ENCORE_CHECK_SIGNATURES set and not "0" (default false)
+bool infer_access();              // ENCORE_INFER_ACCESS: false only for "0" (default true)
 
 // ENCORE_LOG: the most verbose LogLevel printed (0 error, 1 warning, 2 info, 3 debug; -1 off).
 struct LogSetting {

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "core/access_infer.hpp"
+#include "core/env.hpp"
 #include "core/preprocessor.hpp"
 #include "encore/error.hpp"
 
@@ -483,6 +484,7 @@ void infer_params(KernelSignature& sig, const SignatureRead& own, const std::vec
   }
   if (!any) return;
   std::string why = no_inference;
+  if (why.empty() && !env::infer_access()) why = "ENCORE_INFER_ACCESS=0";
   size_t k = 0;
   while (why.empty() && k < own.kernels.size() && own.kernels[k].name != sig.name) ++k;
   if (why.empty() && (k == own.kernels.size() || bodies[k].second == 0)) why = "the reader found no body for it";

@@ -80,9 +80,9 @@ void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) 
   switch (path) {
     case CopyPath::queue:
       x.replay = replay_queue;
-      x.replay_after = [](BoundItem& y, NativeEvent* const* waits, uint32_t n, NativeEvent** done) {
+      x.replay_after = [](BoundItem& y, uint32_t lane, NativeEvent* const* waits, uint32_t n, NativeEvent** done) {
         const CopyBound& q = payload<CopyBound>(y);
-        y.dev->copy_after(q.dst->root()->mem, q.dst->offset, q.src->root()->mem, q.src->offset, q.n, waits, n, done);
+        y.dev->copy_after(lane, q.dst->root()->mem, q.dst->offset, q.src->root()->mem, q.src->offset, q.n, waits, n, done);
       };
       break;
     case CopyPath::peer:

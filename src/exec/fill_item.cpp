@@ -42,9 +42,9 @@ void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) 
   k.pattern = it.data->data();
   k.pattern_bytes = it.data->size();
   c.b.uses[st.ops[0]].push_back({c.bound, 0, 0});
-  x.replay_after = [](BoundItem& f, NativeEvent* const* waits, uint32_t n, NativeEvent** done) {
+  x.replay_after = [](BoundItem& f, uint32_t lane, NativeEvent* const* waits, uint32_t n, NativeEvent** done) {
     const FillBound& q = payload<FillBound>(f);
-    f.dev->fill_after(q.dst->root()->mem, q.dst->offset, q.pattern, q.pattern_bytes, q.n, waits, n, done);
+    f.dev->fill_after(lane, q.dst->root()->mem, q.dst->offset, q.pattern, q.pattern_bytes, q.n, waits, n, done);
   };
 }
 

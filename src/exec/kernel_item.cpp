@@ -61,12 +61,13 @@ void run_eager(const ExecItem& it) {
 
 void submit(const ExecItem& it) { it.kernel.device().launch_args(it.kernel, it.global, it.local, it.args, it.name, it.estimate); }
 
-// On the out-of-order queue (a concurrent replay): an empty launch is a marker, so what waits for
-// it still waits for what it waited for.
-void replay_after(BoundItem& x, NativeEvent* const* waits, uint32_t n, NativeEvent** done) {
+// On a lane (a concurrent replay): an empty launch is a marker, so what waits for it still waits
+// for what it waited for.
+void replay_after(BoundItem& x, uint32_t lane, NativeEvent* const* waits, uint32_t n, NativeEvent** done) {
   const KernelBound& k = payload<KernelBound>(x);
-  if (!k.ld.empty) return x.dev->launch_after(*k.kernel, k.ld.dims, k.ld.gws, k.ld.lws, waits, n, done);
-  NativeEvent* m = x.dev->marker_after(waits, n);
+  if (!k.ld.empty) return x.dev->launch_after(lane, *k.kernel, k.ld.dims, k.ld.gws, k.ld.lws, waits, n, done);
+  if (!n && !done) return;  // nothing waits for it, and it waits for nothing
+  NativeEvent* m = x.dev->marker_after(lane, waits, n);
   if (done) *done = m;
   else x.dev->release_event(m);
 }

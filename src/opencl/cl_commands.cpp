@@ -27,19 +27,25 @@ void enqueue_nd(cl_command_queue q, const std::string& dev_id, ClKernel& ck, uin
   }
 }
 
-// A wait list for the out-of-order queue, without allocation: null entries dropped; a list longer
-// than fits becomes a barrier on that queue first (after every command on it so far: more than the
-// list, never less). Returns the entries kept in `w`.
+// A wait list for a lane's command, without allocation: null entries dropped. A list longer than
+// fits becomes barriers on that lane first, 16 events each (a barrier without a list would order
+// only the lane's own commands, not the other lanes' events). Returns the entries kept in `w`.
 cl_uint wait_list(cl_command_queue q, NativeEvent* const* waits, uint32_t n, cl_event (&w)[16], const std::string& dev_id) {
   cl_uint k = 0;
+  bool barriers = false;
   for (uint32_t i = 0; i < n; ++i)
     if (waits[i]) {
       if (k == 16) {
-        cl::check(clEnqueueBarrierWithWaitList(q, 0, nullptr, nullptr), "clEnqueueBarrierWithWaitList", dev_id);
-        return 0;
+        cl::check(clEnqueueBarrierWithWaitList(q, k, w, nullptr), "clEnqueueBarrierWithWaitList", dev_id);
+        k = 0;
+        barriers = true;
       }
       w[k++] = reinterpret_cast<cl_event>(waits[i]);
     }
+  if (barriers && k) {
+    cl::check(clEnqueueBarrierWithWaitList(q, k, w, nullptr), "clEnqueueBarrierWithWaitList", dev_id);
+    k = 0;
+  }
   return k;
 }
 
@@ -129,49 +135,52 @@ void ClDevice::launch(BackendKernel& k, uint32_t dims, const size_t* global, con
   if (done) *done = reinterpret_cast<NativeEvent*>(ev);
 }
 // after the exit drain the queue is empty but for work enqueued since, which exit abandons. (The
-// out-of-order queue's work ends before a barrier on this queue: src/unit/concurrent.cpp.)
+// other lanes' work ends before a barrier on this queue: src/unit/concurrent.cpp.)
 void ClDevice::finish_queue() {
   if (!exiting()) cl::check(clFinish(queue()), "clFinish", info.id);
 }
-void ClDevice::launch_after(BackendKernel& k, uint32_t dims, const size_t* global, const size_t* local, NativeEvent* const* waits, uint32_t n,
-                            NativeEvent** done) {
+void ClDevice::launch_after(uint32_t l, BackendKernel& k, uint32_t dims, const size_t* global, const size_t* local, NativeEvent* const* waits,
+                            uint32_t n, NativeEvent** done) {
   cl_event w[16], ev = nullptr;
-  const cl_uint nw = wait_list(ooo(), waits, n, w, info.id);
-  enqueue_nd(ooo(), info.id, static_cast<ClKernel&>(k), dims, global, local, done ? &ev : nullptr, nw, nw ? w : nullptr);
+  const cl_uint nw = wait_list(lane(l), waits, n, w, info.id);
+  enqueue_nd(lane(l), info.id, static_cast<ClKernel&>(k), dims, global, local, done ? &ev : nullptr, nw, nw ? w : nullptr);
   if (done) *done = reinterpret_cast<NativeEvent*>(ev);
 }
-void ClDevice::fill_after(NativeMem* root, size_t off, const void* pattern, size_t pb, size_t bytes, NativeEvent* const* waits, uint32_t n,
-                          NativeEvent** done) {
+void ClDevice::fill_after(uint32_t l, NativeMem* root, size_t off, const void* pattern, size_t pb, size_t bytes, NativeEvent* const* waits,
+                          uint32_t n, NativeEvent** done) {
   if (bytes == 0) {  // CL_INVALID_VALUE otherwise: a marker keeps the order
-    NativeEvent* m = marker_after(waits, n);
+    NativeEvent* m = marker_after(l, waits, n);
     if (done) *done = m;
     else release_event(m);
     return;
   }
   cl_event w[16], ev = nullptr;
-  const cl_uint nw = wait_list(ooo(), waits, n, w, info.id);
-  if (cl_int st = clEnqueueFillBuffer(ooo(), cl::mem(root), pattern, pb, off, bytes, nw, nw ? w : nullptr, done ? &ev : nullptr);
+  const cl_uint nw = wait_list(lane(l), waits, n, w, info.id);
+  if (cl_int st = clEnqueueFillBuffer(lane(l), cl::mem(root), pattern, pb, off, bytes, nw, nw ? w : nullptr, done ? &ev : nullptr);
       st != CL_SUCCESS)
     cl::check(st, "clEnqueueFillBuffer", std::to_string(bytes) + " bytes on " + info.id);
   if (done) *done = reinterpret_cast<NativeEvent*>(ev);
 }
-void ClDevice::copy_after(NativeMem* dst, size_t doff, NativeMem* src, size_t soff, size_t bytes, NativeEvent* const* waits, uint32_t n,
-                          NativeEvent** done) {
+void ClDevice::copy_after(uint32_t l, NativeMem* dst, size_t doff, NativeMem* src, size_t soff, size_t bytes, NativeEvent* const* waits,
+                          uint32_t n, NativeEvent** done) {
   cl_event w[16], ev = nullptr;
-  const cl_uint nw = wait_list(ooo(), waits, n, w, info.id);
-  if (cl_int st = clEnqueueCopyBuffer(ooo(), cl::mem(src), cl::mem(dst), soff, doff, bytes, nw, nw ? w : nullptr, done ? &ev : nullptr);
+  const cl_uint nw = wait_list(lane(l), waits, n, w, info.id);
+  if (cl_int st = clEnqueueCopyBuffer(lane(l), cl::mem(src), cl::mem(dst), soff, doff, bytes, nw, nw ? w : nullptr, done ? &ev : nullptr);
       st != CL_SUCCESS)
     cl::check(st, "clEnqueueCopyBuffer", std::to_string(bytes) + " bytes on " + info.id);
   if (done) *done = reinterpret_cast<NativeEvent*>(ev);
 }
-NativeEvent* ClDevice::marker_after(NativeEvent* const* waits, uint32_t n) {
+NativeEvent* ClDevice::marker_after(uint32_t l, NativeEvent* const* waits, uint32_t n) {
   cl_event w[16], ev = nullptr;
-  const cl_uint nw = wait_list(ooo(), waits, n, w, info.id);
-  // an empty list (asked for, or every entry null) means after everything on the queue so far
-  if (cl_int st = clEnqueueMarkerWithWaitList(ooo(), nw, nw ? w : nullptr, &ev); st != CL_SUCCESS)
-    cl::check(st, "clEnqueueMarkerWithWaitList", info.id + " (out-of-order queue)");
-  clFlush(ooo());
+  const cl_uint nw = wait_list(lane(l), waits, n, w, info.id);
+  // an empty list (asked for, or every entry null) means after everything on the lane so far
+  if (cl_int st = clEnqueueMarkerWithWaitList(lane(l), nw, nw ? w : nullptr, &ev); st != CL_SUCCESS)
+    cl::check(st, "clEnqueueMarkerWithWaitList", info.id + " (lane " + std::to_string(l) + ")");
+  clFlush(lane(l));
   return reinterpret_cast<NativeEvent*>(ev);
+}
+void ClDevice::flush_lane(uint32_t l) {
+  if (!exiting()) clFlush(lane(l));
 }
 void ClDevice::flush() {
   if (!exiting()) clFlush(queue());

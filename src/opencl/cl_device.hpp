@@ -3,6 +3,7 @@
 // sub-devices), cl_program.cpp (builds, binaries, kernel objects and their parameters),
 // cl_commands.cpp (memory and the queue's work: transfers, launches, markers, events) and
 // cl_interop.cpp (the entry points of encore/opencl.hpp). Nothing here is installed.
+#include <array>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -118,15 +119,16 @@ class ClDevice final : public DeviceImpl {
   void retain_event(NativeEvent* ev) override;
   void release_event(NativeEvent* ev) noexcept override;
   void enqueue_wait(std::span<const Event> events) override;
-  // the out-of-order queue (concurrent replay): cl_open.cpp opens it, cl_commands.cpp enqueues on it
-  bool open_concurrent() override;
-  void launch_after(BackendKernel& k, uint32_t dims, const size_t* global, const size_t* local, NativeEvent* const* waits, uint32_t n,
-                    NativeEvent** done) override;
-  void fill_after(NativeMem* root, size_t off, const void* pattern, size_t pb, size_t bytes, NativeEvent* const* waits, uint32_t n,
-                  NativeEvent** done) override;
-  void copy_after(NativeMem* dst, size_t doff, NativeMem* src, size_t soff, size_t bytes, NativeEvent* const* waits, uint32_t n,
-                  NativeEvent** done) override;
-  NativeEvent* marker_after(NativeEvent* const* waits, uint32_t n) override;
+  // lanes (concurrent replay): cl_open.cpp opens them, cl_commands.cpp enqueues on them
+  uint32_t open_lanes(uint32_t want) override;
+  void launch_after(uint32_t lane, BackendKernel& k, uint32_t dims, const size_t* global, const size_t* local, NativeEvent* const* waits,
+                    uint32_t n, NativeEvent** done) override;
+  void fill_after(uint32_t lane, NativeMem* root, size_t off, const void* pattern, size_t pb, size_t bytes, NativeEvent* const* waits,
+                  uint32_t n, NativeEvent** done) override;
+  void copy_after(uint32_t lane, NativeMem* dst, size_t doff, NativeMem* src, size_t soff, size_t bytes, NativeEvent* const* waits,
+                  uint32_t n, NativeEvent** done) override;
+  NativeEvent* marker_after(uint32_t lane, NativeEvent* const* waits, uint32_t n) override;
+  void flush_lane(uint32_t lane) override;
 
   // the compiler: cl_program.cpp
   BuildResult build(const std::string& source, const std::string& options, const std::vector<unsigned char>* binary,
@@ -139,13 +141,16 @@ class ClDevice final : public DeviceImpl {
   cl_device_id dev_;
   std::shared_ptr<PlatformContext> ctx_;
   cl::Queue q_;
-  // out-of-order queue, opened once (open_concurrent); destroyed before q_. ooo_q_ is its handle
-  // for the enqueues and finish_queue, which another thread may call while a bind opens it.
-  std::mutex ooo_mu_;
-  bool ooo_tried_ = false;
-  cl::Queue ooo_;
-  std::atomic<cl_command_queue> ooo_q_{nullptr};
-  cl_command_queue ooo() const { return ooo_q_.load(std::memory_order_acquire); }
+  // lanes 1.. (lane 0 is q_), opened by open_lanes and kept to the device's end; destroyed before
+  // q_. lane_q_ holds their handles for the enqueues and finish_queue, which other threads may call
+  // while a bind opens more; n_lanes_ counts lane 0 too.
+  static constexpr uint32_t kMostLanes = 8;
+  std::mutex lanes_mu_;
+  bool lanes_refused_ = false;
+  std::array<cl::Queue, kMostLanes> lanes_;
+  std::array<std::atomic<cl_command_queue>, kMostLanes> lane_q_{};
+  std::atomic<uint32_t> n_lanes_{1};
+  cl_command_queue lane(uint32_t l) const { return l ? lane_q_[l].load(std::memory_order_acquire) : q_.get(); }
 };
 
 // The OpenCL device behind `d`; DeviceError naming `what` when it is another kind (cl_interop.cpp).

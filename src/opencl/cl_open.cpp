@@ -210,7 +210,7 @@ ClDevice::ClDevice(cl_command_queue q, int serial) {
 }
 
 ClDevice::~ClDevice() {
-  if (ooo() && !exiting()) clFinish(ooo());
+  for (uint32_t l = 1; l < n_lanes_.load() && !exiting(); ++l) clFinish(lane(l));
   if (q_ && !exiting()) clFinish(q_.get());
   allocator.reset();  // return cached memory while the context is alive
 }
@@ -223,22 +223,25 @@ void ClDevice::open_queue() {
   cl::check(err, "clCreateCommandQueue", info.id);
 }
 
-// The out-of-order queue of a concurrent replay, where the device offers one
-// (CL_DEVICE_QUEUE_PROPERTIES, the same query as 2.0's CL_DEVICE_QUEUE_ON_HOST_PROPERTIES). A device
-// that offers it and still refuses the queue counts as offering none: replay stays in order.
-bool ClDevice::open_concurrent() {
-  std::lock_guard<std::mutex> lock(ooo_mu_);
-  if (ooo_tried_) return ooo() != nullptr;
-  ooo_tried_ = true;
-  cl_command_queue_properties qp = 0;
-  if (clGetDeviceInfo(dev_, CL_DEVICE_QUEUE_PROPERTIES, sizeof qp, &qp, nullptr) != CL_SUCCESS || !(qp & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE))
-    return false;
-  cl_int err = CL_SUCCESS;
-  cl_command_queue q = cl::create_queue(ctx(), dev_, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE | (profiling ? CL_QUEUE_PROFILING_ENABLE : 0), &err);
-  if (err != CL_SUCCESS || !q) return false;
-  ooo_ = cl::Queue(q);
-  ooo_q_.store(q, std::memory_order_release);
-  return true;
+// The lanes of a concurrent replay: in-order queues of the device's context beside its own, with
+// its profiling. A driver that refuses one keeps the lanes it gave (never fewer than lane 0).
+uint32_t ClDevice::open_lanes(uint32_t want) {
+  want = std::min(want, kMostLanes);
+  if (n_lanes_.load(std::memory_order_acquire) >= want) return n_lanes_.load(std::memory_order_acquire);
+  std::lock_guard<std::mutex> lock(lanes_mu_);
+  uint32_t n = n_lanes_.load(std::memory_order_relaxed);
+  for (; n < want && !lanes_refused_; ++n) {
+    cl_int err = CL_SUCCESS;
+    cl_command_queue q = cl::create_queue(ctx(), dev_, profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
+    if (err != CL_SUCCESS || !q) {
+      lanes_refused_ = true;
+      break;
+    }
+    lanes_[n] = cl::Queue(q);
+    lane_q_[n].store(q, std::memory_order_release);
+  }
+  n_lanes_.store(n, std::memory_order_release);
+  return n;
 }
 
 std::vector<std::shared_ptr<DeviceImpl>> ClDevice::split(unsigned parts) {

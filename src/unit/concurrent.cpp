@@ -2,17 +2,20 @@
 // an in-order queue; a unit knows every item's bytes, so independent items may run at once. The
 // plan gives each replayed item the earlier items it depends on over byte ranges (a read after a
 // write, a write after a read or a write, of overlapping bytes: temps the planner placed at the
-// same arena bytes included, through the same Region answer as the order between devices), and a
-// replay enqueues the items on the device's out-of-order queue, each with those items' events as
-// its wait list. The in-order queue stays the device's order for everything else:
-//   - a marker on it before the items: the items without dependencies wait for it, so the work
+// same arena bytes included, through the same Region answer as the order between devices). The
+// bind deals the items to the device's lanes (in-order queues; lane 0 is its own queue): an item
+// goes on the lane of the dependency it continues, a fresh chain on the least loaded lane. Order on
+// one lane is the queue's; an item waits through events only for items of other lanes it depends on
+// and is not already after (the latest one per lane: a lane runs in order). Around the items:
+//   - a marker on lane 0 before them: the first item of every other lane waits for it, so the work
 //     queued before the run (eager work, an earlier replay) completes first;
-//   - a marker on the out-of-order queue after the items (after all of them) and a barrier on the
-//     in-order queue waiting for it: the work queued after the run waits for its end, and that
-//     marker is the replay's completion (the in-flight bound waits for it).
+//   - after them, a marker on every other lane and a barrier on lane 0 waiting for those: the work
+//     queued after the run waits for its end (run_unit's end marker on lane 0, after the barrier, is
+//     the replay's completion, which the in-flight bound waits for).
 // Only a step with independent work gets this (UnitStats::chains >= 2); a step of one chain keeps
-// the plain in-order loop and its cost exactly. Events: one per item that a later item waits for,
-// the driver's; the arrays holding them are made at bind.
+// the plain in-order loop and its cost exactly. Events: one per item that an item of another lane
+// waits for; every array is made at bind, and so is which lanes a replay flushes before which item
+// (an event waited for on another queue must have been submitted).
 #include <algorithm>
 #include <cstdio>
 #include <queue>
@@ -115,18 +118,85 @@ ItemDeps plan_deps(const Plan& p) {
   return d;
 }
 
+// Temps of independent chains kept apart in the arena. The planner reuses a temp's bytes for any
+// temp whose life starts after its last use in step order; between two chains that is a false
+// dependency (the second chain's writer waits for the first chain's readers), and with every temp
+// planned a step of independent chains would replay as one. So, for a unit that replays
+// concurrently, a temp's life lasts up to the last replayed item (in step order) that does not
+// descend from all its last users in the step's own dependencies (those of buffers and temps, no
+// arena yet): a temp that reuses its bytes then starts at an item that runs after them anyway.
+// Memory only: plan_deps still orders every pair of items that share arena bytes.
+void extend_concurrent_lives(const Plan& p, const std::vector<uint32_t>& group_of_entry, std::vector<TempUse>& uses) {
+  constexpr size_t kMostPlanned = 4096;  // the ancestor sets are n^2 bits
+  const uint32_t n = static_cast<uint32_t>(p.items.size());
+  if (n < 2 || n > kMostPlanned || p.flow || uses.empty()) return;
+  uint32_t groups = 0;
+  for (uint32_t g : group_of_entry) groups = std::max(groups, g + 1);
+  const size_t words = (n + 63) / 64;
+  std::vector<uint64_t> anc(static_cast<size_t>(n) * words, 0);  // per item: its ancestors and itself
+  std::vector<int64_t> last_writer(groups, -1);
+  std::vector<std::vector<uint32_t>> readers(groups);
+  auto is_anc = [&](uint32_t j, uint32_t i) { return anc[static_cast<size_t>(i) * words + j / 64] >> (j % 64) & 1; };
+  for (uint32_t i = 0; i < n; ++i) {
+    if (p.one_time[i]) continue;  // never replayed: orders nothing
+    uint64_t* a = &anc[static_cast<size_t>(i) * words];
+    a[i / 64] |= uint64_t{1} << (i % 64);
+    auto add = [&](uint32_t j) {
+      if (is_anc(j, i)) return;
+      const uint64_t* aj = &anc[static_cast<size_t>(j) * words];
+      for (size_t w = 0; w < words; ++w) a[w] |= aj[w];
+    };
+    for (const ItemAccess& x : p.access[i]) {
+      const uint32_t g = group_of_entry[x.entry];
+      if (last_writer[g] >= 0) add(static_cast<uint32_t>(last_writer[g]));
+      if (writes(x.access))
+        for (uint32_t r : readers[g]) add(r);
+    }
+    for (const ItemAccess& x : p.access[i]) {
+      const uint32_t g = group_of_entry[x.entry];
+      if (writes(x.access)) last_writer[g] = i, readers[g].clear();
+      else if (reads(x.access)) readers[g].push_back(i);
+    }
+  }
+  uint32_t temps = 0;
+  for (const TempUse& u : uses) temps = std::max(temps, u.temp + 1);
+  std::vector<std::vector<uint32_t>> users(temps);
+  for (const TempUse& u : uses)
+    if (!p.one_time[u.item]) users[u.temp].push_back(u.item);
+  for (uint32_t t = 0; t < temps; ++t) {
+    std::vector<uint32_t>& us = users[t];
+    if (us.empty()) continue;
+    std::sort(us.begin(), us.end());
+    us.erase(std::unique(us.begin(), us.end()), us.end());
+    std::vector<uint32_t> last_users;  // the users no other user descends from
+    for (uint32_t u : us)
+      if (std::none_of(us.begin(), us.end(), [&](uint32_t v) { return v != u && is_anc(u, v); })) last_users.push_back(u);
+    for (uint32_t j = n; j-- > us.back() + 1;) {
+      if (p.one_time[j]) continue;
+      if (std::all_of(last_users.begin(), last_users.end(), [&](uint32_t u) { return is_anc(u, j); })) continue;
+      uses.push_back({j, t});  // j may run beside the temp's users: the temp lives to j
+      break;
+    }
+  }
+}
+
 namespace {
 
-// The test switch concurrent_reorder: the order items run in is the dependencies' order that
-// strays farthest from the step's (of the items ready, the latest in the step first).
+constexpr uint32_t kStart = UINT32_MAX;  // in ConcurrentOrder::waits: the marker before the items
+
+// The test switch concurrent_reorder: the order items run in is the lanes' order (each lane's
+// items in turn, and every event wait) that strays farthest from the step's: of the items ready,
+// the latest in the step first. A wait the lanes miss shows as a wrong result here.
 std::vector<uint32_t> reordered(const ConcurrentOrder& c, uint32_t n) {
   std::vector<uint32_t> missing(n, 0);
   std::vector<std::vector<uint32_t>> after(n);
-  for (uint32_t i = 0; i < n; ++i)
-    for (uint32_t k = 0; k < c.wait_n[i]; ++k) {
-      ++missing[i];
-      after[c.waits[c.wait_at[i] + k]].push_back(i);
-    }
+  std::vector<int64_t> tail(c.lanes, -1);
+  for (uint32_t i = 0; i < n; ++i) {
+    if (tail[c.lane[i]] >= 0) ++missing[i], after[tail[c.lane[i]]].push_back(i);
+    tail[c.lane[i]] = i;
+    for (uint32_t k = 0; k < c.wait_n[i]; ++k)
+      if (const uint32_t j = c.waits[c.wait_at[i] + k]; j != kStart) ++missing[i], after[j].push_back(i);
+  }
   std::priority_queue<uint32_t> ready;
   for (uint32_t i = 0; i < n; ++i)
     if (!missing[i]) ready.push(i);
@@ -148,44 +218,135 @@ void tell(const UnitImpl& u, const char* how) {
   log(LogLevel::info, line);
 }
 
+// Each item's lane: the lane of the latest dependency no item continued yet (the item continues
+// that chain there, in queue order, with no event), else the least loaded lane (a fresh chain, or a
+// branch of a fork). `on` is in bound indices.
+std::vector<uint32_t> deal_lanes(const std::vector<std::vector<uint32_t>>& on, uint32_t lanes) {
+  const uint32_t n = static_cast<uint32_t>(on.size());
+  std::vector<uint32_t> lane(n), load(lanes, 0);
+  std::vector<uint8_t> continued(n, 0);
+  for (uint32_t i = 0; i < n; ++i) {
+    int64_t pick = -1;
+    for (auto it = on[i].rbegin(); it != on[i].rend() && pick < 0; ++it)
+      if (!continued[*it]) pick = *it;
+    if (pick >= 0) {
+      continued[pick] = 1;
+      lane[i] = lane[pick];
+    } else {
+      lane[i] = static_cast<uint32_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    }
+    ++load[lane[i]];
+  }
+  return lane;
+}
+
+// The event waits of each item (c.lane set): per other lane, its latest dependency there that the
+// item's lane is not already after. What a lane is after grows with each wait by what the item
+// waited for was after (`known`: per item, per lane, the latest position its completion implies;
+// -1 on lane 0 is the start marker, -2 nothing).
+void lane_waits(ConcurrentOrder& c, const std::vector<std::vector<uint32_t>>& on) {
+  const uint32_t n = static_cast<uint32_t>(on.size()), L = c.lanes;
+  std::vector<int64_t> seen(static_cast<size_t>(L) * L, -2), known(static_cast<size_t>(n) * L), latest(L);
+  seen[0] = -1;  // lane 0's items follow the start marker on their own queue
+  c.wait_at.resize(n);
+  c.wait_n.resize(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t a = c.lane[i];
+    int64_t* mine = &seen[static_cast<size_t>(a) * L];
+    std::fill(latest.begin(), latest.end(), -2);
+    for (uint32_t j : on[i])
+      if (c.lane[j] != a && static_cast<int64_t>(j) > mine[c.lane[j]]) latest[c.lane[j]] = std::max<int64_t>(latest[c.lane[j]], j);
+    c.wait_at[i] = static_cast<uint32_t>(c.waits.size());
+    for (uint32_t b = 0; b < L; ++b) {
+      if (latest[b] < 0 || latest[b] <= mine[b]) continue;  // (an earlier wait of this loop may imply it)
+      const uint32_t j = static_cast<uint32_t>(latest[b]);
+      c.waits.push_back(j);
+      const int64_t* kj = &known[static_cast<size_t>(j) * L];
+      for (uint32_t l = 0; l < L; ++l) mine[l] = std::max(mine[l], kj[l]);
+    }
+    if (mine[0] < -1) {  // the lane's first item, after nothing of lane 0 yet
+      c.waits.push_back(kStart);
+      mine[0] = -1;
+    }
+    c.wait_n[i] = static_cast<uint32_t>(c.waits.size()) - c.wait_at[i];
+    mine[a] = i;
+    std::copy(mine, mine + L, &known[static_cast<size_t>(i) * L]);
+  }
+}
+
+// Which lanes to flush before each item: a lane whose waited-for events were enqueued since its
+// last flush. (Lane markers flush their own lane.)
+void lane_flushes(ConcurrentOrder& c) {
+  const uint32_t n = static_cast<uint32_t>(c.lane.size());
+  std::vector<uint8_t> dirty(c.lanes, 0);
+  c.flush_before.assign(n, 0);
+  for (uint32_t i = 0; i < n; ++i) {
+    for (uint32_t k = 0; k < c.wait_n[i]; ++k)
+      if (const uint32_t j = c.waits[c.wait_at[i] + k]; j != kStart && dirty[c.lane[j]]) {
+        c.flush_before[i] |= static_cast<uint8_t>(1u << c.lane[j]);
+        dirty[c.lane[j]] = 0;
+      }
+    if (c.signals[i]) dirty[c.lane[i]] = 1;
+  }
+}
+
 }  // namespace
 
 void bind_concurrent(UnitImpl& u, Binding& b) {
   const Plan& p = u.plan;
   ConcurrentOrder& c = b.conc;
   c = ConcurrentOrder{};
-  if (!p.opt.concurrent && !ENCORE_TESTING_IS(force_concurrent)) return tell(u, "in order (UnitOptions::concurrent is off)");
+  const bool forced = ENCORE_TESTING_IS(force_concurrent);
+  if (!p.opt.concurrent && !forced) return tell(u, "in order (UnitOptions::concurrent is off)");
   if (!p.deps.eligible) return tell(u, p.deps.why);
   if (b.n_replay < 2) return tell(u, "in order (one chain)");
-  if (p.stats.chains < 2 && !ENCORE_TESTING_IS(force_concurrent)) return tell(u, "in order (one chain)");
+  if (p.stats.chains < 2 && !forced) return tell(u, "in order (one chain)");
   for (uint32_t i = 0; i < b.n_replay; ++i)
     if (!b.items[i].replay_after) return tell(u, "in order (an item that only an in-order queue replays: an upload or a native call)");
-  if (!p.devices[0]->open_concurrent()) return tell(u, "in order (the device has no out-of-order queue)");
+
+  // lanes: as many as the step has chains, at most one per compute unit (2..8); forced (the
+  // property tests): 3, so that chains share lanes and forks cross them
+  DeviceImpl& dev = *p.devices[0];
+  const uint32_t per_device = std::clamp<uint32_t>(dev.info.compute_units, 2, 8);
+  const uint32_t want = forced ? 3 : static_cast<uint32_t>(std::min<size_t>(p.stats.chains, per_device));
+  const uint32_t lanes = std::min(want, dev.open_lanes(want));
+  if (lanes < 2) return tell(u, "in order (the device has no second queue)");
 
   const uint32_t n = b.n_replay;
   std::vector<uint32_t> bound_of(p.items.size(), UINT32_MAX);
   for (uint32_t i = 0; i < n; ++i) bound_of[b.items[i].item] = i;
-  c.wait_at.resize(n);
-  c.wait_n.resize(n);
+  std::vector<std::vector<uint32_t>> on(n);
+  for (uint32_t i = 0; i < n; ++i)
+    for (uint32_t j : p.deps.on[b.items[i].item]) on[i].push_back(bound_of[j]);
+  c.lanes = lanes;
+  c.lane = deal_lanes(on, lanes);
+  std::vector<uint8_t> used(lanes, 0);
+  for (uint32_t l : c.lane) used[l] = 1;
+  c.used.clear();
+  for (uint32_t l = 1; l < lanes; ++l)
+    if (used[l]) c.used.push_back(l);
+  if (c.used.empty()) return tell(u, "in order (one chain)");
+  lane_waits(c, on);
+  if (ENCORE_TESTING_IS(drop_dependency))  // the last item with an event wait loses its first
+    for (uint32_t i = n; i-- > 0;) {
+      auto first = std::find_if(c.waits.begin() + c.wait_at[i], c.waits.begin() + c.wait_at[i] + c.wait_n[i], [](uint32_t j) { return j != kStart; });
+      if (first == c.waits.begin() + c.wait_at[i] + c.wait_n[i]) continue;
+      c.waits.erase(first);
+      --c.wait_n[i];
+      for (uint32_t k = i + 1; k < n; ++k) --c.wait_at[k];
+      break;
+    }
   c.signals.assign(n, 0);
   size_t most = 1;
-  int64_t drop = -1;  // the test switch drop_dependency: the last item with a dependency loses its first
-  if (ENCORE_TESTING_IS(drop_dependency))
-    for (uint32_t i = n; i-- > 0 && drop < 0;)
-      if (!p.deps.on[b.items[i].item].empty()) drop = i;
   for (uint32_t i = 0; i < n; ++i) {
-    c.wait_at[i] = static_cast<uint32_t>(c.waits.size());
-    const std::vector<uint32_t>& on = p.deps.on[b.items[i].item];
-    for (size_t k = drop == i ? 1 : 0; k < on.size(); ++k) {
-      const uint32_t j = bound_of[on[k]];
-      c.waits.push_back(j);
-      c.signals[j] = 1;
-    }
-    c.wait_n[i] = static_cast<uint32_t>(c.waits.size()) - c.wait_at[i];
+    for (uint32_t k = 0; k < c.wait_n[i]; ++k)
+      if (const uint32_t j = c.waits[c.wait_at[i] + k]; j != kStart) c.signals[j] = 1;
     most = std::max<size_t>(most, c.wait_n[i]);
   }
+  lane_flushes(c);
   c.ev.assign(n, nullptr);
   c.gather.assign(most, nullptr);
+  c.lane_end.assign(c.used.size(), nullptr);
   if (ENCORE_TESTING_IS(concurrent_reorder)) {
     c.order = reordered(c, n);
   } else {
@@ -194,15 +355,18 @@ void bind_concurrent(UnitImpl& u, Binding& b) {
   }
   c.on = true;
   ENCORE_TESTING_DO(++testing::concurrent_binds);
-  tell(u, "concurrent, on the device's out-of-order queue");
+  char how[96];
+  std::snprintf(how, sizeof how, "concurrent, on %zu lanes (in-order queues)", c.used.size() + 1);
+  tell(u, how);
 }
 
 void run_concurrent(UnitImpl& u, Binding& b, OwnedEvent* ends) {
+  (void)ends;  // run_unit ends the replay with a marker on lane 0, after the barrier below
   ConcurrentOrder& c = b.conc;
   DeviceImpl& dev = *u.plan.devices[0];
   if (ENCORE_TESTING_IS(concurrent_reorder)) {
     // deterministic: the reordered items one after another on the in-order queue (any order the
-    // dependencies allow must give the step's results)
+    // lanes allow must give the step's results)
     for (uint32_t i : c.order) b.items[i].replay(b, b.items[i]);
     return;
   }
@@ -212,32 +376,34 @@ void run_concurrent(UnitImpl& u, Binding& b, OwnedEvent* ends) {
     ~Release() {
       for (NativeEvent*& e : c.ev)
         if (e) dev.release_event(std::exchange(e, nullptr));
+      for (NativeEvent*& e : c.lane_end)
+        if (e) dev.release_event(std::exchange(e, nullptr));
     }
   } release{dev, c};
-  OwnedEvent start(&dev, dev.enqueue_marker());  // after the work queued before the run
+  OwnedEvent start(&dev, dev.enqueue_marker());  // after the work queued before the run (flushed)
   try {
     for (uint32_t i : c.order) {
       BoundItem& x = b.items[i];
+      for (uint32_t f = c.flush_before[i], l = 0; f; f >>= 1, ++l)
+        if (f & 1) dev.flush_lane(l);
       const uint32_t n = c.wait_n[i];
-      NativeEvent* const* waits = start.list();
-      if (n) {
-        for (uint32_t k = 0; k < n; ++k) c.gather[k] = c.ev[c.waits[c.wait_at[i] + k]];
-        waits = c.gather.data();
+      for (uint32_t k = 0; k < n; ++k) {
+        const uint32_t j = c.waits[c.wait_at[i] + k];
+        c.gather[k] = j == kStart ? start.get() : c.ev[j];
       }
-      x.replay_after(x, waits, n ? n : 1, c.signals[i] ? &c.ev[i] : nullptr);
+      x.replay_after(x, c.lane[i], c.gather.data(), n, c.signals[i] ? &c.ev[i] : nullptr);
     }
+    for (size_t k = 0; k < c.used.size(); ++k) c.lane_end[k] = dev.marker_after(c.used[k], nullptr, 0);  // flushed
   } catch (...) {
     // what was enqueued runs to its end before the error leaves the run (run_unit then finishes
-    // the in-order queue, which knows nothing of these)
-    try {
-      OwnedEvent(&dev, dev.marker_after(nullptr, 0)).wait();
-    } catch (...) {
-    }
+    // lane 0, which knows nothing of the other lanes)
+    for (uint32_t l : c.used) try {
+        OwnedEvent(&dev, dev.marker_after(l, nullptr, 0)).wait();
+      } catch (...) {
+      }
     throw;
   }
-  OwnedEvent end(&dev, dev.marker_after(nullptr, 0));  // after every item (flushed)
-  dev.enqueue_barrier(end.list(), 1);                  // the in-order queue's later work waits for it
-  if (ends) ends[0] = std::move(end);
+  dev.enqueue_barrier(c.lane_end.data(), static_cast<uint32_t>(c.lane_end.size()));  // lane 0's later work waits for every lane
 }
 
 }  // namespace encore::detail

@@ -8,6 +8,7 @@
 
 #include "encore/memory_planner.hpp"
 #include "exec/kind.hpp"
+#include "testing.hpp"
 #include "unit/flow_plan.hpp"
 #include "unit/prune.hpp"
 #include "unit/unit.hpp"
@@ -286,6 +287,7 @@ std::vector<std::pair<uint32_t, uint64_t>> plan_arenas(Plan& p, const Roots& roo
       for (const ItemAccess& a : p.access[i])
         if (uint32_t t = temp_of[roots.of_entry[a.entry]]; t != UINT32_MAX) uses.push_back({i, t});
     extend_loop_lives(shape, uses);
+    if (p.opt.concurrent || ENCORE_TESTING_IS(force_concurrent)) extend_concurrent_lives(p, roots.of_entry, uses);
     uint64_t align = dev->info.base_align_bytes;
     MemoryPlan plan = plan_memory(bytes, uses, align);
 #ifndef NDEBUG

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "encore/memory_planner.hpp"
 #include "encore/execution_unit.hpp"
 #include "core/owned_event.hpp"
 #include "exec/enqueue.hpp"
@@ -164,10 +165,10 @@ struct BoundItem {
   int32_t ends_device = -1;  // the last replayed item on plan device d with an event of its own: it ends the replay there
   uint32_t item = 0;         // index in the plan
   const KindOps* ops = nullptr;
-  // its replay on the device's out-of-order queue after `waits` (n >= 1), setting `*done` (when
-  // given) to its event: set by the binds of kinds that can (kernels, fills, copies on one queue);
-  // a unit with a replayed item without one replays in order (src/unit/concurrent.cpp)
-  void (*replay_after)(BoundItem& x, NativeEvent* const* waits, uint32_t n, NativeEvent** done) = nullptr;
+  // its replay on the device's lane `lane` after `waits` (n of them, may be 0), setting `*done`
+  // (when given) to its event: set by the binds of kinds that can (kernels, fills, copies on one
+  // queue); a unit with a replayed item without one replays in order (src/unit/concurrent.cpp)
+  void (*replay_after)(BoundItem& x, uint32_t lane, NativeEvent* const* waits, uint32_t n, NativeEvent** done) = nullptr;
   // order around it
   int32_t split = -1;                // split-phase call (begin and finish items): its index in Binding::splits
   int32_t signal = -1;               // cross-device order: event slot set after it runs
@@ -233,16 +234,21 @@ class SyncEvents {
   std::vector<DeviceImpl*> dev_;
 };
 
-// A concurrent replay's order on the device's out-of-order queue (concurrent.cpp), made at bind, so
-// a replay only gathers wait lists into `gather`. Indexes are bound items'.
+// A concurrent replay's order on the device's lanes (concurrent.cpp), made at bind, so a replay
+// only gathers wait lists into `gather`. Indexes are bound items'.
 struct ConcurrentOrder {
   bool on = false;
-  std::vector<uint32_t> order;           // replayed items in enqueue order (step order)
-  std::vector<uint32_t> wait_at, wait_n; // per replayed item: its dependencies in `waits`
-  std::vector<uint32_t> waits;
-  std::vector<uint8_t> signals;          // per replayed item: a later item waits for its event
-  std::vector<NativeEvent*> ev;          // per replayed item: its event in this replay (signals only)
-  std::vector<NativeEvent*> gather;      // one wait list
+  uint32_t lanes = 0;                     // lanes dealt (lane 0 is the device's queue)
+  std::vector<uint32_t> used;             // the lanes other than 0 that hold items
+  std::vector<uint32_t> order;            // replayed items in enqueue order (step order)
+  std::vector<uint32_t> lane;             // per replayed item: its lane
+  std::vector<uint32_t> wait_at, wait_n;  // per replayed item: its event waits in `waits`
+  std::vector<uint32_t> waits;            // items of other lanes, or the start marker (UINT32_MAX)
+  std::vector<uint8_t> signals;           // per replayed item: an item of another lane waits for its event
+  std::vector<uint8_t> flush_before;      // per replayed item: lanes (bits) to submit before it
+  std::vector<NativeEvent*> ev;           // per replayed item: its event in this replay (signals only)
+  std::vector<NativeEvent*> gather;       // one wait list
+  std::vector<NativeEvent*> lane_end;     // per used lane: its end marker in this replay
 };
 
 // Device objects for one plan. Replayed items come first in `items` (step order, with the finish
@@ -359,6 +365,10 @@ std::string host_decision(const UnitImpl& u, const BoundItem& x);
 // concurrent.cpp: whether bound unit `u` replays concurrently (sets b.conc; at the end of bind_unit),
 // and one such replay (one-time items not stale). `ends` given: set to the replay's completion.
 void bind_concurrent(UnitImpl& u, Binding& b);
+// concurrent.cpp: for a unit that may replay concurrently, the lives of planned temps (`uses`, by
+// item and temp) lengthened so that temps of independent chains never share arena bytes.
+// group_of_entry: per plan entry, the buffer whose bytes it names (entries of one group conflict).
+void extend_concurrent_lives(const Plan& p, const std::vector<uint32_t>& group_of_entry, std::vector<TempUse>& uses);
 void run_concurrent(UnitImpl& u, Binding& b, OwnedEvent* ends);
 // replay.cpp
 void check_inputs(UnitImpl& u);

@@ -21,7 +21,7 @@ namespace {
 
 const char* kUsage =
     "usage: encore-bench run WORKLOAD.json|DIR... [--device CL|CL:N|NULL] [--calls N] [--rotate R]\n"
-    "                        [--no-prune] [--no-plan] [--json OUT.json] [--format encore|gbench]\n"
+    "                        [--no-prune] [--no-plan] [--concurrent] [--json OUT.json] [--format encore|gbench]\n"
     "                        [--dump DIR] [--trace TRACE.json]\n"
     "       encore-bench check WORKLOAD.json|DIR... [--device CL|CL:N|NULL]\n"
     "       encore-bench start WORKLOAD.json [--device CL|CL:N|NULL] [--from-source]\n"
@@ -66,6 +66,7 @@ int bench_main(int argc, const char* const* argv, const std::function<void(RunOp
       ("rotate", po::value<int>()->default_value(3), "input buffer sets, used in turn")
       ("no-prune", po::bool_switch(), "keep one-time items in replay")
       ("no-plan", po::bool_switch(), "do not plan temporaries into one arena")
+      ("concurrent", po::bool_switch(), "replay independent items concurrently (UnitOptions::concurrent)")
       ("from-source", po::bool_switch(), "start: compile and capture as a program does, rather than load the saved unit")
       ("json", po::value<std::string>(), "write the report as JSON to this file (- for stdout)")
       ("format", po::value<std::string>()->default_value("encore"),
@@ -112,6 +113,7 @@ int bench_main(int argc, const char* const* argv, const std::function<void(RunOp
   }
   if (vm["no-prune"].as<bool>()) ro.jit.unit.prune = false;
   if (vm["no-plan"].as<bool>()) ro.jit.unit.plan = false;
+  if (vm["concurrent"].as<bool>()) ro.jit.unit.concurrent = true;
   if (vm.count("dump")) ro.dump_dir = vm["dump"].as<std::string>();
   ro.progress = isatty(STDERR_FILENO);
   if (adjust) adjust(ro);

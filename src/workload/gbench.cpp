@@ -83,11 +83,12 @@ std::string summary_table(const std::vector<Report>& reports) {
   char line[512];
   int w = 8;
   for (const Report& r : reports) w = std::max(w, int(std::min<size_t>(r.name.size(), 200)));
-  std::snprintf(line, sizeof line, "%-*s %6s %6s %12s %12s %8s  %s\n", w, "workload", "items", "pruned", "eager us", "replay us", "speedup",
-                "temp bytes planned / naive");
+  std::snprintf(line, sizeof line, "%-*s %6s %6s %6s %12s %12s %8s  %s\n", w, "workload", "items", "pruned", "chains", "eager us", "replay us",
+                "speedup", "temp bytes planned / naive");
   s << line;
   for (const Report& r : reports) {
-    std::snprintf(line, sizeof line, "%-*s %6zu %6zu %12.1f %12.1f %7.2fx  %s / %s%s\n", w, r.name.substr(0, 200).c_str(), r.items, r.items_pruned, r.eager_step_us,
+    std::snprintf(line, sizeof line, "%-*s %6zu %6zu %6zu %12.1f %12.1f %7.2fx  %s / %s%s\n", w, r.name.substr(0, 200).c_str(), r.items, r.items_pruned, r.chains,
+                  r.eager_step_us,
                   r.replay_step_us, r.speedup, bytes_text(r.temp_bytes_planned).c_str(), bytes_text(r.temp_bytes_naive).c_str(),
                   r.mismatches ? "  DIFFER" : "");
     s << line;

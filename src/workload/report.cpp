@@ -23,8 +23,9 @@ std::string Report::table() const {
   auto row = [&](const std::string& k, const std::string& v) { s << "  " << k << std::string(k.size() < 24 ? 24 - k.size() : 1, ' ') << v << "\n"; };
   s << "workload " << detail::quote(name) << " on " << device << "\n";
   row("calls", std::to_string(calls) + " compared, " + std::to_string(timed_calls) + " timed, " + std::to_string(rotate) + " input sets");
-  row("options", std::string(prune ? "prune" : "no-prune") + " " + (plan ? "plan" : "no-plan"));
-  row("items", std::to_string(items) + " (" + std::to_string(items_replayed) + " replayed, " + std::to_string(items_pruned) + " pruned)");
+  row("options", std::string(prune ? "prune" : "no-prune") + " " + (plan ? "plan" : "no-plan") + (concurrent ? " concurrent" : ""));
+  row("items", std::to_string(items) + " (" + std::to_string(items_replayed) + " replayed, " + std::to_string(items_pruned) + " pruned; " +
+                   std::to_string(chains) + " chains)");
   row("eager step", num(eager_step_us, 1) + " us  (" + num(eager_item_us, 2) + " us/item)");
   row("replay step", num(replay_step_us, 1) + " us  (" + num(replay_item_us, 2) + " us/item)");
   row("speedup", num(speedup, 2) + "x");
@@ -50,10 +51,12 @@ std::string Report::json() const {
   field("timed_calls", std::to_string(timed_calls));
   field("rotate", std::to_string(rotate));
   field("prune", prune ? "true" : "false");
+  field("concurrent", concurrent ? "true" : "false");
   field("plan", plan ? "true" : "false");
   field("items", std::to_string(items));
   field("items_replayed", std::to_string(items_replayed));
   field("items_pruned", std::to_string(items_pruned));
+  field("chains", std::to_string(chains));
   field("eager_step_us", num(eager_step_us));
   field("replay_step_us", num(replay_step_us));
   field("eager_item_us", num(eager_item_us));

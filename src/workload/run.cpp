@@ -163,6 +163,7 @@ Report start_report(const Bench& b) {
   r.calls = b.opt.calls;
   r.rotate = b.opt.rotate;
   r.prune = b.opt.jit.unit.prune;
+  r.concurrent = b.opt.jit.unit.concurrent;
   r.plan = b.opt.jit.unit.plan;
   r.items = b.w.step.size();
   r.compared = b.compared;
@@ -297,6 +298,7 @@ void set_reports(const Bench& b, JitSide& j, const std::vector<std::vector<doubl
     }
     if (k == 0) {
       r.items_pruned = sr.items_pruned;
+      if (u && *u) r.chains = u->stats().chains;
       r.items_replayed = r.items - std::min(r.items, sr.items_pruned);
       r.temp_bytes_naive = sr.temp_bytes_naive;
       r.temp_bytes_planned = sr.temp_bytes_planned;

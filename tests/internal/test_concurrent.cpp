@@ -20,9 +20,9 @@ namespace {
 
 const encore::detail::UnitImpl& impl(const ExecutionUnit& u) { return encore::detail::UnitImpl::of(u); }
 bool concurrent(const ExecutionUnit& u) { return impl(u).bound && impl(u).bound->conc.on; }
-// PoCL offers an out-of-order queue; a device without one (an interpreter, some drivers) replays in order.
-#define NEED_OUT_OF_ORDER(dev) \
-  if (!(dev).impl()->open_concurrent()) GTEST_SKIP() << "the device has no out-of-order queue"
+// A device that gives no second queue replays in order.
+#define NEED_LANES(dev) \
+  if ((dev).impl()->open_lanes(2) < 2) GTEST_SKIP() << "the device has no second queue"
 
 // `chains` independent chains of `len` kernels, each chain over its own buffer: y += k, then y *= s.
 void chains_step(Env& e, const std::vector<Buffer>& ys, int len) {
@@ -48,6 +48,18 @@ ExecutionUnit capture_chains(Env& e, const std::vector<Buffer>& ys, int len, enc
   return u;
 }
 
+// 20 replays of a unit from capture_chains against the same chains run eagerly on `ref`.
+void replays_equal_eager(Env& e, ExecutionUnit& u, const std::vector<Buffer>& ys, const std::vector<Buffer>& ref, int len) {
+  // capture ran the step once, the bind's replay a second time: the reference catches up
+  chains_step(e, ref, len);
+  chains_step(e, ref, len);
+  for (int call = 0; call < 20; ++call) {
+    u();
+    chains_step(e, ref, len);
+  }
+  for (size_t c = 0; c < ys.size(); ++c) EXPECT_EQ(get(ys[c]), get(ref[c])) << "chain " << c;
+}
+
 std::vector<Buffer> buffers(Env& e, size_t n, size_t count) {
   std::vector<Buffer> v;
   for (size_t i = 0; i < n; ++i) v.push_back(make(e.dev, seq(count, static_cast<float>(i))));
@@ -59,19 +71,12 @@ std::vector<Buffer> buffers(Env& e, size_t n, size_t count) {
 TEST(Concurrent, IndependentChainsReplayConcurrentlyAndEqualEager) {
   NEED_CL();
   Env& e = cl();
-  NEED_OUT_OF_ORDER(e.dev);
+  NEED_LANES(e.dev);
   std::vector<Buffer> ys = buffers(e, 4, 64), ref = buffers(e, 4, 64);
   ExecutionUnit u = capture_chains(e, ys, 6);
   EXPECT_EQ(u.stats().chains, 4u);
-  EXPECT_TRUE(concurrent(u)) << "PoCL offers an out-of-order queue";
-  // capture ran the step once, the bind's replay a second time: the reference catches up
-  chains_step(e, ref, 6);
-  chains_step(e, ref, 6);
-  for (int call = 0; call < 20; ++call) {
-    u();
-    chains_step(e, ref, 6);
-  }
-  for (size_t c = 0; c < ys.size(); ++c) EXPECT_EQ(get(ys[c]), get(ref[c])) << "chain " << c;
+  EXPECT_TRUE(concurrent(u)) << "PoCL gives a second queue";
+  replays_equal_eager(e, u, ys, ref, 6);
 }
 
 TEST(Concurrent, OneChainKeepsTheInOrderPath) {
@@ -94,7 +99,7 @@ TEST(Concurrent, OffSwitchAndNullDeviceKeepTheInOrderPath) {
   std::vector<Buffer> zs = buffers(n, 3, 64);
   ExecutionUnit u = capture_chains(n, zs, 4);
   EXPECT_EQ(u.stats().chains, 3u);
-  EXPECT_FALSE(concurrent(u)) << "NULL has no out-of-order queue";
+  EXPECT_FALSE(concurrent(u)) << "NULL has no second queue";
 }
 
 // Two temps the planner places at the same arena bytes (their lives apart): the second one's
@@ -133,7 +138,7 @@ TEST(Concurrent, ArenaAliasingIsADependency) {
 TEST(Concurrent, OrdersWithEagerWorkBeforeAndAfter) {
   NEED_CL();
   Env& e = cl();
-  NEED_OUT_OF_ORDER(e.dev);
+  NEED_LANES(e.dev);
   Buffer a = make(e.dev, seq(256, 1.f)), b = make(e.dev, seq(256, 2.f)), out = e.dev.alloc<float>(256);
   Buffer ra = make(e.dev, seq(256, 1.f)), rb = make(e.dev, seq(256, 2.f)), rout = e.dev.alloc<float>(256);
   auto step = [&](const Buffer& x, const Buffer& y, const Buffer& o) {
@@ -164,4 +169,161 @@ TEST(Concurrent, OrdersWithEagerWorkBeforeAndAfter) {
   EXPECT_EQ(get(out), get(rout));
   EXPECT_EQ(get(a), get(ra));
   EXPECT_EQ(get(b), get(rb));
+}
+
+namespace {
+
+// The lane of each replayed item and its event waits (the start marker as -1), in bound order.
+struct Lanes {
+  std::vector<uint32_t> lane;
+  std::vector<std::vector<int64_t>> waits;
+};
+Lanes lanes_of(const ExecutionUnit& u) {
+  const encore::detail::ConcurrentOrder& c = impl(u).bound->conc;
+  Lanes l{c.lane, {}};
+  for (size_t i = 0; i < c.lane.size(); ++i) {
+    l.waits.emplace_back();
+    for (uint32_t k = 0; k < c.wait_n[i]; ++k) {
+      const uint32_t j = c.waits[c.wait_at[i] + k];
+      l.waits.back().push_back(j == UINT32_MAX ? -1 : static_cast<int64_t>(j));
+    }
+  }
+  return l;
+}
+
+}  // namespace
+
+// Four chains captured interleaved (item k of every chain, then item k + 1): each chain stays on
+// one lane, the lanes share the chains evenly, and the only event a replay waits for is the start
+// marker, once per lane other than 0 (the rest is each lane's queue order).
+TEST(Concurrent, ChainsStayOnTheirLaneWithoutEvents) {
+  NEED_CL();
+  Env& e = cl();
+  NEED_LANES(e.dev);
+  std::vector<Buffer> ys = buffers(e, 4, 64), ref = buffers(e, 4, 64);
+  ExecutionUnit u = capture_chains(e, ys, 6);
+  ASSERT_TRUE(concurrent(u));
+  const Lanes l = lanes_of(u);
+  ASSERT_EQ(l.lane.size(), 24u);
+  std::vector<size_t> per_lane(8, 0);
+  for (size_t i = 0; i < l.lane.size(); ++i) {
+    EXPECT_EQ(l.lane[i], l.lane[i % 4]) << "item " << i << " left its chain's lane";
+    ++per_lane[l.lane[i]];
+  }
+  const size_t lanes = impl(u).bound->conc.lanes;
+  for (size_t k = 0; k < lanes; ++k) EXPECT_EQ(per_lane[k], 24u / lanes) << "lane " << k;
+  size_t starts = 0;
+  for (size_t i = 0; i < l.waits.size(); ++i)
+    for (int64_t w : l.waits[i]) {
+      EXPECT_EQ(w, -1) << "item " << i << " waits for item " << w << " of another chain";
+      ++starts;
+      EXPECT_NE(l.lane[i], 0u) << "lane 0 follows the start marker in its own order";
+    }
+  EXPECT_EQ(starts, lanes - 1);
+  replays_equal_eager(e, u, ys, ref, 6);
+}
+
+// A fork and a join: one producer, three consumers (a fork: only one continues the producer's
+// lane), one item reading all three. The branches on other lanes wait for the producer's event and
+// the join for the branches of other lanes, one event per lane; replay equals eager.
+TEST(Concurrent, ForkAndJoinWaitAcrossLanes) {
+  NEED_CL();
+  Env& e = cl();
+  NEED_LANES(e.dev);
+  const size_t n = 256;
+  Buffer x = make(e.dev, seq(n, 1.f)), b1 = e.dev.alloc<float>(n), b2 = e.dev.alloc<float>(n), b3 = e.dev.alloc<float>(n);
+  Buffer o = e.dev.alloc<float>(n);
+  auto step = [&](const Buffer& in, const Buffer& p, const Buffer& q, const Buffer& r, const Buffer& out) {
+    e.dev.launch(e.addk, {n}, {}, in, 1);             // 0: the producer
+    e.dev.launch(e.axpb, {n}, {}, in, p, 2.f, 1.f);   // 1-3: the branches
+    e.dev.launch(e.axpb, {n}, {}, in, q, 3.f, 0.f);
+    e.dev.launch(e.axpb, {n}, {}, in, r, -1.f, 4.f);
+    e.dev.launch(e.add, {n}, {}, p, q, out);          // 4-5: the join
+    e.dev.launch(e.accum, {n}, {}, out, r);
+  };
+  Capture cap(on());
+  for (const Buffer* in : {&x, &b1, &b2, &b3, &o}) cap.add_input(*in);  // (fixed state counts as sharing bytes with every input)
+  step(x, b1, b2, b3, o);
+  ExecutionUnit u = cap.end();
+  u();
+  ASSERT_TRUE(concurrent(u));
+  const Lanes l = lanes_of(u);
+  ASSERT_EQ(l.lane.size(), 6u);
+  EXPECT_EQ(l.lane[1], l.lane[0]) << "the first branch continues the producer's lane";
+  EXPECT_NE(l.lane[2], l.lane[0]) << "the second branch goes to the least loaded lane";
+  EXPECT_EQ(l.waits[2], std::vector<int64_t>{0}) << "and waits for the producer's event (which implies the start)";
+  size_t cross = 0;
+  for (size_t i = 0; i < l.waits.size(); ++i)
+    for (int64_t w : l.waits[i])
+      if (w >= 0) {
+        ++cross;
+        EXPECT_NE(l.lane[static_cast<size_t>(w)], l.lane[i]) << "item " << i << " waits for an event of its own lane";
+      }
+  EXPECT_GE(cross, 2u) << "the fork and the join cross lanes";
+  Buffer rx = make(e.dev, seq(n, 1.f)), r1 = e.dev.alloc<float>(n), r2 = e.dev.alloc<float>(n), r3 = e.dev.alloc<float>(n);
+  Buffer ro = e.dev.alloc<float>(n);
+  for (int call = 0; call < 2; ++call) step(rx, r1, r2, r3, ro);  // capture, and u() above
+  for (int call = 0; call < 25; ++call) {
+    u();
+    step(rx, r1, r2, r3, ro);
+  }
+  EXPECT_EQ(get(o), get(ro));
+  EXPECT_EQ(get(x), get(rx));
+}
+
+// Two independent chains, each through temps of its own (x -> t -> o, y -> u -> p). In step order
+// the planner would put the second chain's temp at the first one's bytes (their lives apart), which
+// makes the second chain wait for the first: one chain. A unit that replays concurrently keeps them
+// apart (more arena bytes, two chains); a unit that does not keeps the tighter arena.
+TEST(Concurrent, TempsOfIndependentChainsDoNotShareArenaBytes) {
+  NEED_CL();
+  Env& e = cl();
+  NEED_LANES(e.dev);
+  const size_t n = 128;
+  Buffer x = make(e.dev, seq(n, 1.f)), y = make(e.dev, seq(n, 5.f)), o = e.dev.alloc<float>(n), q = e.dev.alloc<float>(n);
+  auto step = [&](const Buffer& a, const Buffer& b, const Buffer& oa, const Buffer& ob) {
+    {
+      Buffer t = e.dev.alloc<float>(n);
+      e.dev.launch(e.axpb, {n}, {}, a, t, 2.f, 1.f);
+      e.dev.launch(e.axpb, {n}, {}, t, oa, 0.5f, 0.f);
+    }
+    {
+      Buffer u = e.dev.alloc<float>(n);
+      e.dev.launch(e.axpb, {n}, {}, b, u, 3.f, -1.f);
+      e.dev.launch(e.axpb, {n}, {}, u, ob, 0.25f, 2.f);
+    }
+  };
+  auto capture = [&](bool conc) {
+    encore::UnitOptions opt;
+    opt.concurrent = conc;
+    Capture cap(opt);
+    for (const Buffer* in : {&x, &y, &o, &q}) cap.add_input(*in);
+    step(x, y, o, q);
+    ExecutionUnit u = cap.end();
+    u();
+    return u;
+  };
+  ExecutionUnit off = capture(false), on_ = capture(true);
+  ASSERT_EQ(off.stats().planned_temps, 2u);
+  ASSERT_EQ(on_.stats().planned_temps, 2u);
+  EXPECT_EQ(off.stats().chains, 1u) << "the premise: in step order the second temp reuses the first one's bytes";
+  EXPECT_LT(off.stats().temp_bytes_planned, off.stats().temp_bytes_naive);
+  EXPECT_EQ(on_.stats().chains, 2u);
+  EXPECT_EQ(on_.stats().temp_bytes_planned, on_.stats().temp_bytes_naive) << "the two chains' temps apart";
+  EXPECT_TRUE(concurrent(on_));
+  const auto& p = impl(on_).plan;
+  EXPECT_TRUE(p.deps.on[2].empty()) << "the second chain's writer waits for nothing";
+  Buffer rx = make(e.dev, seq(n, 1.f)), ry = make(e.dev, seq(n, 5.f)), ro = e.dev.alloc<float>(n), rq = e.dev.alloc<float>(n);
+  step(rx, ry, ro, rq);
+  for (int call = 0; call < 10; ++call) {
+    on_();
+    e.dev.launch(e.addk, {n}, {}, x, 1);  // new inputs between the replays
+    e.dev.launch(e.addk, {n}, {}, y, 2);
+    e.dev.launch(e.addk, {n}, {}, rx, 1);
+    e.dev.launch(e.addk, {n}, {}, ry, 2);
+    step(rx, ry, ro, rq);
+  }
+  on_();
+  EXPECT_EQ(get(o), get(ro));
+  EXPECT_EQ(get(q), get(rq));
 }

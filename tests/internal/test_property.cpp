@@ -775,7 +775,7 @@ struct ForcedConcurrency {
 void concurrent_property(bool reorder, const char* filter) {
   encore::Device dev = cl_device();
   if (!dev) GTEST_SKIP() << "no OpenCL device";
-  if (!dev.impl()->open_concurrent()) GTEST_SKIP() << "the device has no out-of-order queue";
+  if (dev.impl()->open_lanes(2) < 2) GTEST_SKIP() << "the device has no second queue";
   ForcedConcurrency on(reorder);
   const uint64_t binds0 = encore::testing::concurrent_binds.load();
   std::vector<uint64_t> ss = seeds(300);
@@ -794,18 +794,18 @@ void concurrent_property(bool reorder, const char* filter) {
   }
 }
 
-// On the device's out-of-order queue, each item waiting only for its dependencies.
+// On the device's lanes, each item waiting only for its dependencies on other lanes.
 TEST(Property, ConcurrentReplayEqualsEager) { concurrent_property(false, "Property.ConcurrentReplayEqualsEager"); }
 
-// Deterministic: any order the dependencies allow gives the step's results (the out-of-order
-// queue's order is the device's choice; this one is the most distant from the step's).
+// Deterministic: any order the lanes allow gives the step's results (how the lanes interleave is
+// the device's choice; this one is the most distant from the step's).
 TEST(Property, ReorderedConcurrentReplayEqualsEager) { concurrent_property(true, "Property.ReorderedConcurrentReplayEqualsEager"); }
 
 // Dropping one dependency edge (the last item that has one loses its first) under the reordered
 // replay changes bytes on some seed: the property run sees a missing edge.
 TEST(PropertyMutation, DroppedDependencyIsDetected) {
   if (!cl_device()) GTEST_SKIP() << "no OpenCL device";
-  if (!cl_device().impl()->open_concurrent()) GTEST_SKIP() << "the device has no out-of-order queue";
+  if (cl_device().impl()->open_lanes(2) < 2) GTEST_SKIP() << "the device has no second queue";
   ForcedConcurrency on(true);
   MutationResult m = mutation_run("drop_dependency", encore::testing::drop_dependency);
   EXPECT_GE(m.mismatches, 1) << "a dependency edge was dropped and no output changed";

@@ -389,8 +389,8 @@ TEST(ReplayPaths, TinyJitMoves) {
 }
 
 // Concurrent replay (UnitOptions::concurrent): ENCORE_DEBUG=1 says which path a unit takes. A step
-// of one chain keeps the in-order path; two independent chains go concurrent where the device has
-// an out-of-order queue (PoCL), and stay in order on NULL, which has none.
+// of one chain keeps the in-order path; two independent chains go concurrent where the device gives
+// a second in-order queue (PoCL), and stay in order on NULL, which has none.
 TEST(DebugNotes, SayWhetherAUnitReplaysConcurrently) {
   const char* level = std::getenv("ENCORE_DEBUG");
   if (!level || std::string(level) != "1") GTEST_SKIP() << "runs with ENCORE_DEBUG=1 (meson test debug-notes)";
@@ -418,7 +418,7 @@ TEST(DebugNotes, SayWhetherAUnitReplaysConcurrently) {
     EXPECT_TRUE(contains(logs.text(), "replay: in order (UnitOptions::concurrent is off)")) << logs.text();
   }
   EXPECT_TRUE(contains(one, "replay: in order (one chain) (replayed items 2, chains 1)")) << one;
-  EXPECT_TRUE(contains(two, "replay: in order (the device has no out-of-order queue) (replayed items 2, chains 2)")) << two;
+  EXPECT_TRUE(contains(two, "replay: in order (the device has no second queue) (replayed items 2, chains 2)")) << two;
   if (!encore_test::have_cl()) return;
   SetEnv& c = set_cl();
   Buffer a = c.dev.alloc<float>(16), b = c.dev.alloc<float>(16);
@@ -429,7 +429,7 @@ TEST(DebugNotes, SayWhetherAUnitReplaysConcurrently) {
   c.dev.launch(c.dbl, {16}, {}, a);
   c.dev.launch(c.dbl, {16}, {}, b);
   cap.end();
-  EXPECT_TRUE(contains(logs.text(), "replay: concurrent, on the device's out-of-order queue (replayed items 2, chains 2)")) << logs.text();
+  EXPECT_TRUE(contains(logs.text(), "replay: concurrent, on 2 lanes (in-order queues) (replayed items 2, chains 2)")) << logs.text();
 }
 
 // Issue 8.12: a constant-table kernel whose table parameter is not const defaults to inout and is

@@ -9,6 +9,7 @@
 
 #include "encore/profile.hpp"
 #include "encore/workload.hpp"
+#include "test_util.hpp"
 #include "workload_test_util.hpp"
 #include "workload/json_tree.hpp"
 
@@ -83,6 +84,29 @@ TEST(WorkloadRun, OptionsMapToJit) {
   EXPECT_FALSE(f.count("batch"));
   EXPECT_EQ(f["items_pruned"], 0);
   EXPECT_EQ(f["items_replayed"], 7);
+}
+
+// --concurrent on bench/workloads/attention_heads.json (four attention heads, plain kernels without
+// const): eager and the concurrent replay agree bitwise, the report says concurrent and the five
+// chains (the heads' projections) that inferred access and the arena kept apart give it; in order
+// the planner packs the heads' temps and orders them (fewer chains, fewer arena bytes).
+TEST(WorkloadRun, ConcurrentAttentionAgreesAndReportsChains) {
+  if (!have_cl()) GTEST_SKIP() << "no OpenCL device";
+  const std::string file = std::string(ENCORE_TEST_DATA) + "/../bench/workloads/attention_heads.json";
+  std::string on = temp_path("attn_on.json"), off = temp_path("attn_off.json");
+  BenchRun r = bench({"run", file, "--calls", "5", "--concurrent", "--json", on});
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  BenchRun q = bench({"run", file, "--calls", "5", "--json", off});
+  ASSERT_EQ(q.rc, 0) << q.out << q.err;
+  auto f = report_fields(on), g = report_fields(off);
+  EXPECT_EQ(f["concurrent"], 1);
+  EXPECT_EQ(g["concurrent"], 0);
+  EXPECT_EQ(f["mismatches"], 0);
+  EXPECT_EQ(f["items"], 25);
+  EXPECT_EQ(f["chains"], 5);
+  EXPECT_LT(g["chains"], f["chains"]);
+  EXPECT_LT(g["temp_bytes_planned"], f["temp_bytes_planned"]);
+  EXPECT_NE(r.out.find("concurrent"), std::string::npos) << r.out;
 }
 
 TEST(WorkloadRun, DumpHoldsStateAndLastOutputs) {
