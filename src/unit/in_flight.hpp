@@ -17,8 +17,9 @@
 // Sizing: depth is max_in_flight, raised for a short step so that min_items_in_flight items stay
 // queued (at most 256 replays: a wait for a replay only a few launches back lets the device run dry
 // while the host wakes up). Groups of k, k the largest divisor of the depth that leaves at least
-// max(max_in_flight, 2) groups; a raised depth with no such divisor goes up to the next multiple of
-// that many groups. A step whose items leave host memory to the device (KindOps::host_reads: an
+// max(max_in_flight, 2) groups, or for a raised depth exactly 2 (half of it stays queued after a
+// wait, and each wait is a sleep and a wake-up on the host); a raised depth with no such divisor
+// goes up to the next multiple of that many groups. A step whose items leave host memory to the device (KindOps::host_reads: an
 // upload from a host input, a native call) is never grouped: each replay takes its events, so
 // staging copies are reused, and the unit freed, only after the replays that read them completed.
 //

@@ -149,8 +149,8 @@ TEST_P(InFlight, RunHandsOutEachReplaysOwnCompletion) {
 
 ON_NULL_AND_CL(InFlight);
 
-// The bound is exact for a short step too: a one-kernel step keeps 64 replays in flight (in 4
-// groups of 16) and the 65th run waits for the first.
+// The bound is exact for a short step too: a one-kernel step keeps 64 replays in flight (in 2
+// groups of 32) and the 65th run waits for the first.
 TEST(InFlightBound, ShortStepWaitsExactlyAtTheDepth) {
   NEED_CL();
   Env& e = cl();
@@ -196,7 +196,7 @@ TEST(InFlightBound, FreeingMidGroupWaitsOnlyWhereReplaysReadHostMemory) {
       } else {
         unit = std::make_unique<encore::ExecutionUnit>(one_kernel_unit(e, y));
       }
-      for (int i = 0; i < 16; ++i) (*unit)();  // one whole group: the next replays start a new one
+      for (int i = 0; i < 32; ++i) (*unit)();  // one whole group: the next replays start a new one
       e.dev.synchronize();
       Gate gate(e.dev);
       e.dev.wait_for({&gate.ev, 1});
@@ -211,10 +211,10 @@ TEST(InFlightBound, FreeingMidGroupWaitsOnlyWhereReplaysReadHostMemory) {
       gate.open();
       freeing.join();
       const float per = upload ? 5.f : 1.f;
-      EXPECT_EQ(get(y), std::vector<float>(64, per * 22.f)) << what;
+      EXPECT_EQ(get(y), std::vector<float>(64, per * 38.f)) << what;
       if (!destroy) {
         (*unit)();  // binds afresh
-        EXPECT_EQ(get(y), std::vector<float>(64, per * 23.f)) << what;
+        EXPECT_EQ(get(y), std::vector<float>(64, per * 39.f)) << what;
       }
     }
 }
@@ -227,7 +227,7 @@ TEST(InFlightBound, OnlyAWaitThatReturnedRestartsTheBound) {
   Env& e = cl();
   Buffer y = make(e.dev, std::vector<float>(64, 0.f));
   encore::ExecutionUnit unit = one_kernel_unit(e, y);
-  for (int i = 0; i < 16; ++i) unit();  // one whole group: the ring is not at its start
+  for (int i = 0; i < 32; ++i) unit();  // one whole group: the ring is not at its start
   Gate gate(e.dev);
   std::atomic<bool> opened{false}, synced{false};
   unit.run({&gate.ev, 1});  // every later replay queues behind this one
@@ -249,15 +249,15 @@ TEST(InFlightBound, OnlyAWaitThatReturnedRestartsTheBound) {
   opener.join();
   syncer.join();
   e.dev.synchronize();
-  EXPECT_EQ(get(y), std::vector<float>(64, 82.f));  // the capture's eager run and 81 replays
+  EXPECT_EQ(get(y), std::vector<float>(64, 98.f));  // the capture's eager run and 97 replays
   // after a synchronize that returned: 200 steps, each waited for by the host, in between others
   // that are not; every result as eager's
   for (int i = 0; i < 200; ++i) {
     unit();
     if (i % 7 == 0) e.dev.synchronize();
     if (i % 11 == 0) {
-      EXPECT_EQ(get(y)[0], 83.f + static_cast<float>(i)) << "step " << i;
+      EXPECT_EQ(get(y)[0], 99.f + static_cast<float>(i)) << "step " << i;
     }
   }
-  EXPECT_EQ(get(y), std::vector<float>(64, 282.f));
+  EXPECT_EQ(get(y), std::vector<float>(64, 298.f));
 }
