@@ -17,10 +17,11 @@ namespace encore::detail {
 void check_inputs(UnitImpl& u) {
   const Plan& p = u.plan;
   const size_t n = u.inputs.size();
-  // aliasing: only pairs with a slot bound since the last check
+  // aliasing: only pairs with a slot bound since the last check, each pair once (both slots of a
+  // ping-pong pair change every call)
   for (uint32_t s : u.changed_slots)
     for (size_t t = 0; t < n; ++t) {
-      if (t == s) continue;
+      if (t == s || (t < s && u.slot_changed[t])) continue;
       bool now = u.inputs[s].overlaps(u.inputs[t]);
       if (now != static_cast<bool>(p.captured_overlap[s][t])) {
         size_t i = std::min<size_t>(s, t), j = std::max<size_t>(s, t);
@@ -31,9 +32,11 @@ void check_inputs(UnitImpl& u) {
       }
     }
   // an input that is this unit's own fresh output: eager execution would read it before writing a
-  // new output buffer, so replay reads a private copy taken first
+  // new output buffer, so replay reads a private copy taken first (a step without fresh outputs,
+  // most, looks nothing up)
+  const bool any_fresh = !p.fresh_output_roots.empty();
   for (uint32_t s : u.changed_slots) {
-    bool alias = p.is_fresh_output(u.inputs[s].impl()->root());
+    bool alias = any_fresh && p.is_fresh_output(u.inputs[s].impl()->root());
     if (alias && p.slot_written[s])
       throw JitError("input " + std::to_string(s) + " is " + u.inputs[s].describe() +
                      ", an output of this same step, and the step writes that input: in eager execution the output would be a new buffer, "
@@ -44,7 +47,7 @@ void check_inputs(UnitImpl& u) {
     }
   }
   for (uint32_t s : u.changed_slots) {
-    bool alias = p.is_fresh_output(u.inputs[s].impl()->root());
+    bool alias = any_fresh && p.is_fresh_output(u.inputs[s].impl()->root());
     u.copied[s] = alias;
     const Buffer& in = alias ? u.alias_copy[s] : u.inputs[s];
     for (uint32_t e : p.slot_entries[s]) point_entry(u, e, entry_buffer(u, e, in));
