@@ -54,8 +54,8 @@ struct UnitOptions {
   // are the same either way. The arena then keeps independent chains' temps apart (more bytes,
   // UnitStats::temp_bytes_planned), so that the chains need not wait for each other. Off by default: on PoCL 3.1 (2 cores) it pays only where kernels carry
   // work a second core can take (8 chains of 10 one-group kernels of 128 multiply-adds per item:
-  // 0.42x a hand-written loop) and costs a little on launch-bound steps (the same of 1: 1.06x,
-  // 1.04x in order), and nothing when no core is idle.
+  // 0.42x a hand-written loop) and costs a little on launch-bound steps (the same of 1: 1.07x,
+  // 1.04x in order).
   bool concurrent = false;
   // Throws ArgumentError naming the field, what is allowed and what was found: max_in_flight at
   // most 1024 (each replay in flight holds an event per device: a garbage bound would allocate

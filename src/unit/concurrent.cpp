@@ -360,8 +360,8 @@ void bind_concurrent(UnitImpl& u, Binding& b) {
   tell(u, how);
 }
 
-void run_concurrent(UnitImpl& u, Binding& b, OwnedEvent* ends) {
-  (void)ends;  // run_unit ends the replay with a marker on lane 0, after the barrier below
+// (run_unit ends the replay with a marker on lane 0, after the barrier at the end of this run)
+void run_concurrent(UnitImpl& u, Binding& b) {
   ConcurrentOrder& c = b.conc;
   DeviceImpl& dev = *u.plan.devices[0];
   if (ENCORE_TESTING_IS(concurrent_reorder)) {

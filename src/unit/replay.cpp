@@ -261,7 +261,7 @@ static Binding& ready_binding(UnitImpl& u) {
 }
 
 // One pass over the items, by the loop this replay needs.
-static void replay_items(UnitImpl& u, Binding& b, OwnedEvent* ends, bool debug) {
+static void replay_items(UnitImpl& u, Binding& b, bool debug) {
   if (u.plan.flow) {
     // one device, no cross-device order (make_plan refuses the rest)
     if (debug) run_flow(u, b, [&](Binding& bd, BoundItem& x) { run_item_debug(u.plan, bd, x); });
@@ -270,7 +270,7 @@ static void replay_items(UnitImpl& u, Binding& b, OwnedEvent* ends, bool debug) 
   } else if (debug) run_items_ordered(u, b, [&](Binding& bd, BoundItem& x) { run_item_debug(u.plan, bd, x); });
   else if (trace_active()) run_items_ordered(u, b, [&](Binding& bd, BoundItem& x) { run_item_traced(u.plan, bd, x); });
   // concurrent (concurrent.cpp) but where one-time items run again: then in order, in step order
-  else if (b.conc.on && !once_stale(u)) run_concurrent(u, b, ends);
+  else if (b.conc.on && !once_stale(u)) run_concurrent(u, b);
   else if (u.plan.sync.ordered()) run_items_ordered(u, b, run_item);
   else run_items(u, b, run_item);
 }
@@ -316,7 +316,7 @@ void run_unit(UnitImpl& u, OwnedEvent* done) {
     }
   } cancel{b};
   try {
-    replay_items(u, b, ends, debug);
+    replay_items(u, b, debug);
   } catch (...) {
     after_failed_replay(u, b, ends);
     throw;

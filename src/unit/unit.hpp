@@ -369,7 +369,7 @@ void bind_concurrent(UnitImpl& u, Binding& b);
 // item and temp) lengthened so that temps of independent chains never share arena bytes.
 // group_of_entry: per plan entry, the buffer whose bytes it names (entries of one group conflict).
 void extend_concurrent_lives(const Plan& p, const std::vector<uint32_t>& group_of_entry, std::vector<TempUse>& uses);
-void run_concurrent(UnitImpl& u, Binding& b, OwnedEvent* ends);
+void run_concurrent(UnitImpl& u, Binding& b);
 // replay.cpp
 void check_inputs(UnitImpl& u);
 // Replays once. `done` given ([device]): set to the replay's completion on each device (its last
