@@ -19,9 +19,9 @@ NativeMem* Allocator::alloc(size_t bytes, size_t* got) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = cache_.find(cls);
-    if (it != cache_.end()) {
-      NativeMem* m = it->second;
-      cache_.erase(it);
+    if (it != cache_.end() && !it->second.empty()) {
+      NativeMem* m = it->second.back();
+      it->second.pop_back();
       st_.cached_bytes -= cls;
       st_.bytes_in_use += cls;
       st_.peak_bytes = std::max(st_.peak_bytes, st_.bytes_in_use);
@@ -46,20 +46,28 @@ NativeMem* Allocator::alloc(size_t bytes, size_t* got) {
 }
 
 void Allocator::free(NativeMem* mem, size_t bytes) noexcept {
-  std::lock_guard<std::mutex> lock(mu_);
-  st_.bytes_in_use -= bytes;
-  st_.cached_bytes += bytes;
-  cache_.emplace(bytes, mem);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    st_.bytes_in_use -= bytes;
+    try {
+      cache_[bytes].push_back(mem);
+      st_.cached_bytes += bytes;
+      return;
+    } catch (...) {  // no host memory to remember it by: give it back to the device instead
+    }
+  }
+  dev_->raw_free(mem);
 }
 
 void Allocator::release_cache() noexcept {
-  std::multimap<size_t, NativeMem*> drop;
+  std::unordered_map<size_t, std::vector<NativeMem*>> drop;
   {
     std::lock_guard<std::mutex> lock(mu_);
     drop.swap(cache_);
     st_.cached_bytes = 0;
   }
-  for (auto& [_, m] : drop) dev_->raw_free(m);
+  for (auto& [_, ms] : drop)
+    for (NativeMem* m : ms) dev_->raw_free(m);
 }
 
 AllocatorStats Allocator::stats() const {

@@ -1,8 +1,9 @@
 #pragma once
 // The per-device cache of freed allocations by size class (src/core/allocator.cpp).
 #include <cstddef>
-#include <map>
 #include <mutex>
+#include <unordered_map>
+#include <vector>
 #include "encore/device.hpp"
 #include "core/device_impl.hpp"
 
@@ -22,7 +23,10 @@ class Allocator {
  private:
   DeviceImpl* dev_;
   mutable std::mutex mu_;
-  std::multimap<size_t, NativeMem*> cache_;
+  // per size class, its free allocations (most recently freed last, reused first): a vector
+  // keeps its capacity, so a steady alloc/free loop allocates no host memory (a multimap made
+  // and freed a node each time)
+  std::unordered_map<size_t, std::vector<NativeMem*>> cache_;
   AllocatorStats st_;
 };
 

@@ -17,8 +17,10 @@ namespace encore::detail {
 
 namespace {
 
-template <class F> void for_each_buffer(const ExecItem& it, F&& f) {
-  std::vector<Operand> ops;
+// ops: the caller's scratch, reused over the items (a vector per item was a third of a large
+// capture's allocations).
+template <class F> void for_each_buffer(const ExecItem& it, std::vector<Operand>& ops, F&& f) {
+  ops.clear();
   kind_of(it).operands(it, ops);
   for (const Operand& o : ops) f(*o.buf);
 }
@@ -42,7 +44,8 @@ std::vector<BufferImpl*> find_internal(const std::vector<ExecItem>& items, uint6
     ++r.first;
     r.second = &b.shared_impl();
   };
-  for (const ExecItem& it : items) for_each_buffer(it, count);
+  std::vector<Operand> ops;
+  for (const ExecItem& it : items) for_each_buffer(it, ops, count);
   std::unordered_map<BufferImpl*, std::pair<long, const std::shared_ptr<BufferImpl>*>> view_refs;  // root -> views in items
   for (auto& [impl, r] : refs)
     if (impl->base) {
@@ -100,8 +103,8 @@ bool is_fresh(const BufferImpl* r, const std::vector<uint64_t>& capture_ids) {
 void classify_entries(Plan& p) {
   const size_t n = p.items.size();
   std::unordered_map<BufferImpl*, uint32_t> entry_of;
-  auto entry = [&](const Buffer& b) {
-    auto [it, fresh] = entry_of.emplace(b.impl(), static_cast<uint32_t>(p.entries.size()));
+  auto entry = [&](const Buffer& b) {  // (try_emplace: emplace made a node for every lookup)
+    auto [it, fresh] = entry_of.try_emplace(b.impl(), static_cast<uint32_t>(p.entries.size()));
     if (fresh) p.entries.push_back(PlanEntry{PlanEntry::Kind::fixed, 0, 0, b, false});
     return it->second;
   };
@@ -114,6 +117,8 @@ void classify_entries(Plan& p) {
     ops.clear();
     kind_of(it).operands(it, ops);
     const DeviceImpl* q = kind_of(it).queue(it).get();
+    st.ops.reserve(ops.size());
+    p.access[i].reserve(ops.size());
     for (const Operand& o : ops) {
       st.ops.push_back(entry(*o.buf));
       p.access[i].push_back({st.ops.back(), o.access, o.arg});
@@ -154,7 +159,7 @@ Roots find_roots(const Plan& p) {
   r.of_entry.resize(p.entries.size());
   for (uint32_t ei = 0; ei < p.entries.size(); ++ei) {
     BufferImpl* root = p.entries[ei].captured.impl()->root();
-    auto [it, fresh] = r.index.emplace(root, static_cast<uint32_t>(r.list.size()));
+    auto [it, fresh] = r.index.try_emplace(root, static_cast<uint32_t>(r.list.size()));
     if (fresh) r.list.push_back(root);
     r.of_entry[ei] = it->second;
   }
@@ -333,8 +338,9 @@ void place_temps(Plan& p, const Roots& roots, const std::vector<bool>& plannable
     e.captured = rep;
   }
   if (!replacement.empty()) {
+    std::vector<Operand> ops;
     for (ExecItem& it : p.items)
-      for_each_buffer(it, [&](const Buffer& b) {
+      for_each_buffer(it, ops, [&](const Buffer& b) {
         if (auto f = replacement.find(b.impl()); f != replacement.end()) const_cast<Buffer&>(b) = f->second;
       });
     for (uint32_t r = 0; r < roots.list.size(); ++r)
@@ -371,7 +377,7 @@ void written_flags(Plan& p) {
 void resolve_steps(Plan& p) {
   std::unordered_map<VarState*, uint32_t> var_of;
   auto var_slot = [&](const Variable& v) {
-    auto [it, fresh] = var_of.emplace(v.state(), static_cast<uint32_t>(p.vars.size()));
+    auto [it, fresh] = var_of.try_emplace(v.state(), static_cast<uint32_t>(p.vars.size()));
     if (fresh) {
       p.vars.push_back(v);
       p.var_init.push_back(var_value(*v.state()));
@@ -392,9 +398,12 @@ void resolve_steps(Plan& p) {
   for (uint32_t i = 0; i < p.items.size(); ++i) {
     const ExecItem& it = p.items[i];
     PlanStep& st = p.steps[i];
-    st.var_ref.assign(it.args.size(), 0);
+    // (read for variable arguments only: left empty in an item that has none)
     for (uint32_t ai = 0; ai < it.args.size(); ++ai)
-      if (it.args[ai].kind == Arg::Kind::variable) st.var_ref[ai] = var_slot(*it.args[ai].var);
+      if (it.args[ai].kind == Arg::Kind::variable) {
+        if (st.var_ref.empty()) st.var_ref.assign(it.args.size(), 0);
+        st.var_ref[ai] = var_slot(*it.args[ai].var);
+      }
     st.dims = it.global.n;
     st.has_local = !it.local.empty();
     for (uint32_t d = 0; d < st.dims; ++d) {
@@ -407,10 +416,11 @@ void resolve_steps(Plan& p) {
 // The devices the items run on or touch, in order of first use: the sync and the binding index them.
 void find_devices(Plan& p) {
   std::unordered_set<DeviceImpl*> devs;
+  std::vector<Operand> ops;
   for (const ExecItem& it : p.items) {
     const std::shared_ptr<DeviceImpl>& d = queue_of(it);
     if (devs.insert(d.get()).second) p.devices.push_back(d);
-    for_each_buffer(it, [&](const Buffer& b) {
+    for_each_buffer(it, ops, [&](const Buffer& b) {
       if (devs.insert(b.impl()->dev.get()).second) p.devices.push_back(b.impl()->dev);
     });
   }

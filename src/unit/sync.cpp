@@ -75,9 +75,16 @@ CrossSync plan_sync(const Plan& p) {
   s.waits.resize(n);
   s.peer.assign(n, 0);
   s.end.resize(p.devices.size());
-  Touches touches(n);
-  for (uint32_t i = 0; i < n; ++i)
-    for (const ItemAccess& a : p.access[i]) touches[i].push_back({region_of(p.entries[a.entry]), has(a.access, Access::out)});
+  // the regions are read only by split-phase items and copies between devices: a step without
+  // either (most) makes none (a vector per item was a tenth of a large capture's allocations)
+  Touches touches;
+  const bool need = std::any_of(p.items.begin(), p.items.end(), [](const ExecItem& it) { return it.native && it.native->split(); }) ||
+                    std::any_of(p.steps.begin(), p.steps.end(), [](const PlanStep& st) { return st.cross_device; });
+  if (need) {
+    touches.resize(n);
+    for (uint32_t i = 0; i < n; ++i)
+      for (const ItemAccess& a : p.access[i]) touches[i].push_back({region_of(p.entries[a.entry]), has(a.access, Access::out)});
+  }
   plan_split(p, touches, s);
   bool any = false;
   for (uint32_t i = 0; i < n; ++i) {
