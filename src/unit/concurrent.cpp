@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <queue>
+#include <span>
 
 #include "encore/log.hpp"
 #include "testing.hpp"
@@ -37,15 +38,50 @@ constexpr size_t kMostItems = 8192, kMostEntries = 4096;
 bool reads(Access a) { return a == Access::none || has(a, Access::in); }
 bool writes(Access a) { return a == Access::none || has(a, Access::out); }
 
+// The dependency rule of both the replay order and the arena's lives, over the replayed items in
+// step order: an item depends on the last earlier writer of every key its accesses may share bytes
+// with, and a write also on the readers since. Every conflicting earlier item is then ordered before
+// it, directly or through that key's writers (each depends on the one before). key(entry): the key
+// an access updates; sharing(entry): the keys it may share bytes with, its own included.
+// dep(r, j): replayed position r depends on the earlier position j (a pair may come twice).
+template <class Key, class Sharing, class Dep>
+void walk_deps(const Plan& p, const std::vector<uint32_t>& replayed, uint32_t keys, Key key, Sharing sharing, Dep dep) {
+  std::vector<int64_t> last_writer(keys, -1);
+  std::vector<std::vector<uint32_t>> readers(keys);
+  for (uint32_t r = 0; r < replayed.size(); ++r) {
+    const std::vector<ItemAccess>& acc = p.access[replayed[r]];
+    for (const ItemAccess& a : acc)
+      for (uint32_t f : sharing(a.entry)) {
+        if (last_writer[f] >= 0) dep(r, static_cast<uint32_t>(last_writer[f]));
+        if (writes(a.access))
+          for (uint32_t j : readers[f]) dep(r, j);
+      }
+    for (const ItemAccess& a : acc) {
+      const uint32_t k = key(a.entry);
+      if (writes(a.access)) {
+        last_writer[k] = r;
+        readers[k].clear();
+      } else if (reads(a.access)) {
+        readers[k].push_back(r);
+      }
+    }
+  }
+}
+
+std::vector<uint32_t> replayed_items(const Plan& p) {
+  std::vector<uint32_t> replayed;
+  for (uint32_t i = 0; i < p.items.size(); ++i)
+    if (!p.one_time[i]) replayed.push_back(i);
+  return replayed;
+}
+
 }  // namespace
 
 ItemDeps plan_deps(const Plan& p) {
   ItemDeps d;
   const uint32_t n = static_cast<uint32_t>(p.items.size());
   d.on.resize(n);
-  std::vector<uint32_t> replayed;
-  for (uint32_t i = 0; i < n; ++i)
-    if (!p.one_time[i]) replayed.push_back(i);
+  const std::vector<uint32_t> replayed = replayed_items(p);
   if (p.flow) d.why = "in order (a step that decides: host items, branches or loops)";
   else if (p.devices.size() != 1) d.why = "in order (a step over several devices)";
   else if (p.sync.any_split) d.why = "in order (split-phase native calls)";
@@ -65,29 +101,14 @@ ItemDeps plan_deps(const Plan& p) {
       if (conflict(p, region[e], region[f])) shares[e].push_back(f), shares[f].push_back(e);
   }
 
-  // Per entry, the last replayed item that wrote it and the items that read it since. An item
-  // waits for the last writer of every entry sharing bytes with what it touches, and a write also
-  // for the readers since: every conflicting earlier item is then ordered before it, directly or
-  // through the writers of that entry (each waits for the one before).
+  // by entry: an entry updates itself and may share bytes with those `shares` lists
   const uint32_t nr = static_cast<uint32_t>(replayed.size());
-  std::vector<int64_t> last_writer(ne, -1);
-  std::vector<std::vector<uint32_t>> readers(ne);
   std::vector<std::vector<uint32_t>> deps(nr);  // in replayed positions
+  walk_deps(
+      p, replayed, ne, [](uint32_t e) { return e; }, [&](uint32_t e) -> const std::vector<uint32_t>& { return shares[e]; },
+      [&](uint32_t r, uint32_t j) { deps[r].push_back(j); });
   for (uint32_t r = 0; r < nr; ++r) {
     std::vector<uint32_t>& on = deps[r];
-    for (const ItemAccess& a : p.access[replayed[r]])
-      for (uint32_t f : shares[a.entry]) {
-        if (last_writer[f] >= 0) on.push_back(static_cast<uint32_t>(last_writer[f]));
-        if (writes(a.access)) on.insert(on.end(), readers[f].begin(), readers[f].end());
-      }
-    for (const ItemAccess& a : p.access[replayed[r]]) {
-      if (writes(a.access)) {
-        last_writer[a.entry] = r;
-        readers[a.entry].clear();
-      } else if (reads(a.access)) {
-        readers[a.entry].push_back(r);
-      }
-    }
     std::sort(on.begin(), on.end());
     on.erase(std::unique(on.begin(), on.end()), on.end());
     on.erase(std::remove(on.begin(), on.end(), r), on.end());
@@ -132,37 +153,29 @@ void extend_concurrent_lives(const Plan& p, const std::vector<uint32_t>& group_o
   if (n < 2 || n > kMostPlanned || p.flow || uses.empty()) return;
   uint32_t groups = 0;
   for (uint32_t g : group_of_entry) groups = std::max(groups, g + 1);
-  const size_t words = (n + 63) / 64;
-  std::vector<uint64_t> anc(static_cast<size_t>(n) * words, 0);  // per item: its ancestors and itself
-  std::vector<int64_t> last_writer(groups, -1);
-  std::vector<std::vector<uint32_t>> readers(groups);
-  auto is_anc = [&](uint32_t j, uint32_t i) { return anc[static_cast<size_t>(i) * words + j / 64] >> (j % 64) & 1; };
-  for (uint32_t i = 0; i < n; ++i) {
-    if (p.one_time[i]) continue;  // never replayed: orders nothing
-    uint64_t* a = &anc[static_cast<size_t>(i) * words];
-    a[i / 64] |= uint64_t{1} << (i % 64);
-    auto add = [&](uint32_t j) {
-      if (is_anc(j, i)) return;
-      const uint64_t* aj = &anc[static_cast<size_t>(j) * words];
-      for (size_t w = 0; w < words; ++w) a[w] |= aj[w];
-    };
-    for (const ItemAccess& x : p.access[i]) {
-      const uint32_t g = group_of_entry[x.entry];
-      if (last_writer[g] >= 0) add(static_cast<uint32_t>(last_writer[g]));
-      if (writes(x.access))
-        for (uint32_t r : readers[g]) add(r);
-    }
-    for (const ItemAccess& x : p.access[i]) {
-      const uint32_t g = group_of_entry[x.entry];
-      if (writes(x.access)) last_writer[g] = i, readers[g].clear();
-      else if (reads(x.access)) readers[g].push_back(i);
-    }
-  }
+  // by storage (group): a temp's own bytes, no arena yet
+  const std::vector<uint32_t> replayed = replayed_items(p);  // one-time items order nothing
+  const uint32_t nr = static_cast<uint32_t>(replayed.size());
+  std::vector<uint32_t> pos(n, UINT32_MAX);
+  for (uint32_t r = 0; r < nr; ++r) pos[replayed[r]] = r;
+  const size_t words = (nr + 63) / 64;
+  std::vector<uint64_t> anc(static_cast<size_t>(nr) * words, 0);  // per position: its ancestors and itself
+  auto is_anc = [&](uint32_t j, uint32_t r) { return anc[static_cast<size_t>(r) * words + j / 64] >> (j % 64) & 1; };
+  for (uint32_t r = 0; r < nr; ++r) anc[static_cast<size_t>(r) * words + r / 64] |= uint64_t{1} << (r % 64);
+  walk_deps(
+      p, replayed, groups, [&](uint32_t e) { return group_of_entry[e]; },
+      [&](uint32_t e) { return std::span<const uint32_t>(&group_of_entry[e], 1); },
+      [&](uint32_t r, uint32_t j) {  // (j < r: its set is complete)
+        if (is_anc(j, r)) return;
+        uint64_t* a = &anc[static_cast<size_t>(r) * words];
+        const uint64_t* aj = &anc[static_cast<size_t>(j) * words];
+        for (size_t w = 0; w < words; ++w) a[w] |= aj[w];
+      });
   uint32_t temps = 0;
   for (const TempUse& u : uses) temps = std::max(temps, u.temp + 1);
-  std::vector<std::vector<uint32_t>> users(temps);
+  std::vector<std::vector<uint32_t>> users(temps);  // in replayed positions
   for (const TempUse& u : uses)
-    if (!p.one_time[u.item]) users[u.temp].push_back(u.item);
+    if (pos[u.item] != UINT32_MAX) users[u.temp].push_back(pos[u.item]);
   for (uint32_t t = 0; t < temps; ++t) {
     std::vector<uint32_t>& us = users[t];
     if (us.empty()) continue;
@@ -171,10 +184,9 @@ void extend_concurrent_lives(const Plan& p, const std::vector<uint32_t>& group_o
     std::vector<uint32_t> last_users;  // the users no other user descends from
     for (uint32_t u : us)
       if (std::none_of(us.begin(), us.end(), [&](uint32_t v) { return v != u && is_anc(u, v); })) last_users.push_back(u);
-    for (uint32_t j = n; j-- > us.back() + 1;) {
-      if (p.one_time[j]) continue;
+    for (uint32_t j = nr; j-- > us.back() + 1;) {
       if (std::all_of(last_users.begin(), last_users.end(), [&](uint32_t u) { return is_anc(u, j); })) continue;
-      uses.push_back({j, t});  // j may run beside the temp's users: the temp lives to j
+      uses.push_back({replayed[j], t});  // j may run beside the temp's users: the temp lives to j
       break;
     }
   }
