@@ -4,6 +4,9 @@
 //   bench-capture --benchmark_min_time=0.05                 # NULL (default)
 //   ENCORE_DEVICE=CL bench-capture --benchmark_filter=/1000/  # on OpenCL
 // Shapes: shared    every item `acc(state)`: state is inout in every item;
+//         shared+check  the same, each capture checked against the last one's unit
+//                  (Capture::check_against, as an engine recapturing its frame: the comparison
+//                  is in the time, and the record is reserved at the last capture's size);
 //         shared+temp  every item `acc2(state, t)` with a new temporary t per item (planned).
 //         access/off|in|in+out  every item `scale(x, y)`, y = 2x: the access check at capture
 //                  (CaptureOptions::check_access) off, on with x inferred in (x read before and
@@ -28,7 +31,7 @@ constexpr const char* kSrc =
     "__kernel void acc(__global float* s) { s[get_global_id(0)] += 1.0f; }\n"
     "__kernel void acc2(__global float* s, __global float* t) { size_t i = get_global_id(0); t[i] = s[i]; s[i] += t[i]; }\n";
 
-template <bool Temp> void capture(benchmark::State& state) {
+template <bool Temp, bool Check = false> void capture(benchmark::State& state) {
   const encore::Device dev = device();
   const encore::Program p = dev.compile(kSrc);
   const encore::Kernel k = p.kernel(Temp ? "acc2" : "acc");
@@ -36,8 +39,10 @@ template <bool Temp> void capture(benchmark::State& state) {
   s.copyin(std::vector<float>(64, 0.f));
   const int64_t n = state.range(0);
   double end_s = 0;
+  encore::ExecutionUnit previous;
   for (auto _ : state) {
     encore::Capture cap;
+    if (Check && previous) cap.check_against(previous);
     for (int64_t i = 0; i < n; ++i) {
       if (Temp) dev.launch(k, {64}, {}, s, dev.alloc<float>(64));
       else dev.launch(k, {64}, {}, s);
@@ -47,6 +52,11 @@ template <bool Temp> void capture(benchmark::State& state) {
     end_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     benchmark::DoNotOptimize(unit.stats());
     if (unit.stats().items_pruned != 0) state.SkipWithError("an item touching the shared buffer was pruned");
+    if (Check) {
+      state.PauseTiming();  // the last unit's teardown is not this capture's
+      previous = std::move(unit);
+      state.ResumeTiming();
+    }
   }
   state.counters["per_item"] = benchmark::Counter(double(n), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
   state.counters["end"] = benchmark::Counter(end_s, benchmark::Counter::kAvgIterations);
@@ -81,5 +91,6 @@ BENCHMARK(capture_access<0>)->Name("capture/access/off")->Arg(1000)->Unit(benchm
 BENCHMARK(capture_access<1>)->Name("capture/access/in")->Arg(1000)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(capture_access<2>)->Name("capture/access/in+out")->Arg(1000)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(capture<false>)->Name("capture/shared")->Arg(1000)->Arg(5000)->Arg(20000)->Arg(100000)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(capture<false, true>)->Name("capture/shared+check")->Arg(20000)->Arg(100000)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(capture<true>)->Name("capture/shared+temp")->Arg(1000)->Arg(20000)->Arg(100000)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_MAIN();

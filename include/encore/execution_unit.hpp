@@ -207,6 +207,7 @@ class ENCORE_API Capture {
   // calls 0 and 1, and throws a JitError at the first kernel scalar, launch size, by-value value,
   // closure buffer or upload that differs: replay would freeze it. Without it nothing is compared
   // (a Capture sees one frame): a plain dt passed to a kernel becomes a constant of the unit.
+  // Called before the frame's work, it also sizes the record for `previous`'s items.
   //   encore::Capture c0; frame(dt0); auto prev = c0.end();
   //   encore::Capture c1; c1.check_against(prev); frame(dt1); auto unit = c1.end();  // JitError: dt
   void check_against(const ExecutionUnit& previous);

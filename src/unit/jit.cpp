@@ -433,6 +433,9 @@ void Capture::check_against(const ExecutionUnit& previous) {
     throw JitError("Capture::check_against: the unit was not made by Capture::end (a TinyJit's unit, or a concatenation): there is "
                    "no recording of its step to compare with");
   s_->previous = r;
+  // the same step again, most likely as long: its record grows once (at 100k items the record's
+  // regrowth, moves and fresh pages, was an eighth of a capture)
+  if (s_->active && s_->rec->items.empty()) s_->rec->items.reserve(r->items.size());
 }
 
 
