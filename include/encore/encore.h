@@ -383,6 +383,23 @@ typedef struct encore_unit_stats {
   size_t planned_temps;
 } encore_unit_stats;
 
+/* What the plan found beyond encore_unit_stats (UnitStats' later fields). It grows by appending:
+ * set size to sizeof(encore_unit_plan_stats) before the call (encore_unit_plan_stats_default does). */
+typedef struct encore_unit_plan_stats {
+  size_t size;
+  uint64_t temp_bytes_lower_bound; /* the peak, over the step's order, of its live temps' aligned bytes:
+                                      no arena can be smaller (temp_bytes_planned is the arena's) */
+  size_t chains; /* independent chains of the replayed items (1: each waits for the one before);
+                    concurrent replay (encore_unit_options.concurrent) has work to overlap from 2 */
+} encore_unit_plan_stats;
+static inline encore_unit_plan_stats encore_unit_plan_stats_default(void) {
+  encore_unit_plan_stats s;
+  s.size = sizeof s;
+  s.temp_bytes_lower_bound = 0;
+  s.chains = 0;
+  return s;
+}
+
 /* The defaults, with size set (inline: the caller's own sizeof). */
 static inline encore_unit_options encore_unit_options_default(void) {
   encore_unit_options o;
@@ -445,6 +462,8 @@ ENCORE_C_API encore_status encore_unit_run_and_wait(encore_unit unit, double* se
 ENCORE_C_API encore_status encore_unit_free_intermediates(encore_unit unit);
 /* What the capture found: items, pruned, planned bytes. */
 ENCORE_C_API encore_status encore_unit_get_stats(encore_unit unit, encore_unit_stats* out);
+/* The lower bound of the temps' bytes and the chains (out->size set by the caller). */
+ENCORE_C_API encore_status encore_unit_get_plan_stats(encore_unit unit, encore_unit_plan_stats* out);
 /* A new handle (destroy it) to the buffer named `name` by the unit's maker: encore_unit_load names the
  * saved file's inputs, state, const buffers and outputs (encore/encore_workload.h); a captured unit
  * names none (its buffers are the caller's handles). No such name is ENCORE_ERROR_INVALID_ARGUMENT
@@ -535,6 +554,8 @@ ENCORE_C_API encore_status encore_jit_drop(encore_jit jit, const encore_buffer* 
                                            size_t num_vars, int* dropped);
 /* The captured unit's stats (ENCORE_ERROR_JIT before call 2). */
 ENCORE_C_API encore_status encore_jit_get_stats(encore_jit jit, encore_unit_stats* out);
+/* The same for encore_unit_get_plan_stats (ENCORE_ERROR_JIT before call 2). */
+ENCORE_C_API encore_status encore_jit_get_plan_stats(encore_jit jit, encore_unit_plan_stats* out);
 
 /* ---- OpenCL interop: cl_* handles by their struct names (no OpenCL header needed) ---------- */
 

@@ -206,6 +206,15 @@ void publish_outputs(JitObj& j, const std::vector<Buffer>& outs, encore_buffer* 
 
 // The sizes each option struct had in each release (encore.h: fields are only appended).
 constexpr size_t kUnitOptionsSizes[] = {offsetof(encore_unit_options, concurrent), sizeof(encore_unit_options)};
+constexpr size_t kPlanStatsSizes[] = {sizeof(encore_unit_plan_stats)};
+
+// out->size (the caller's) says how much of it to fill.
+void fill_plan_stats(const UnitStats& s, encore_unit_plan_stats* out) {
+  size_t size = 0;
+  std::memcpy(&size, out, sizeof size);
+  write_sized(out, size, kPlanStatsSizes, encore_unit_plan_stats{sizeof(encore_unit_plan_stats), s.temp_bytes_lower_bound, s.chains},
+              "encore_unit_plan_stats", "set it to that before the call (encore_unit_plan_stats_default() does)");
+}
 constexpr size_t kJitOptionsSizes[] = {offsetof(encore_jit_options, concurrent), sizeof(encore_jit_options)};
 
 encore_unit_options unit_defaults() {
@@ -473,6 +482,14 @@ encore_status encore_unit_get_stats(encore_unit unit, encore_unit_stats* out) {
   });
 }
 
+encore_status encore_unit_get_plan_stats(encore_unit unit, encore_unit_plan_stats* out) {
+  return guard(__func__, [&] {
+    auto u = get<UnitObj>(unit, "unit");
+    need(out, "out");
+    fill_plan_stats(u->unit.stats(), out);
+  });
+}
+
 encore_status encore_unit_buffer(encore_unit unit, const char* name, encore_buffer* out) {
   return guard(__func__, [&] {
     need(out, "out");
@@ -677,6 +694,20 @@ encore_status encore_jit_get_stats(encore_jit jit, encore_unit_stats* out) {
     auto lock = lock_idle(*j, "queried");
     if (const ExecutionUnit& u = j->jit->unit()) {  // the last call's signature, from its call 2 on
       fill_stats(u.stats(), out);
+      return;
+    }
+    fail(ENCORE_ERROR_JIT, "the jit has no captured unit yet (" + std::to_string(j->jit->calls()) +
+                               " calls; the capture is call 1, so stats exist from call 2 on)");
+  });
+}
+
+encore_status encore_jit_get_plan_stats(encore_jit jit, encore_unit_plan_stats* out) {
+  return guard(__func__, [&] {
+    auto j = get<JitObj>(jit, "jit");
+    need(out, "out");
+    auto lock = lock_idle(*j, "queried");
+    if (const ExecutionUnit& u = j->jit->unit()) {
+      fill_plan_stats(u.stats(), out);
       return;
     }
     fail(ENCORE_ERROR_JIT, "the jit has no captured unit yet (" + std::to_string(j->jit->calls()) +

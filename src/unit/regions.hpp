@@ -32,13 +32,16 @@ inline bool overlap(const Region& a, const Region& b) { return a.lo < b.hi && b.
 
 // May the two regions share bytes on replay? Inputs are checked at bind_input to overlap each
 // other exactly as at capture; an input and fixed state on one device count as sharing (nothing
-// checks they do not); the arena is private.
+// checks they do not), except the unit's fresh outputs: an input inside one is replayed from a
+// private copy (check_inputs, the same Plan::is_fresh_output), so no input's bytes are ever
+// theirs. The arena is private.
 inline bool conflict(const Plan& p, const Region& a, const Region& b) {
   using K = PlanEntry::Kind;
   if (a.kind == K::fixed && b.kind == K::fixed) return a.root == b.root && overlap(a, b);
   if (a.kind == K::planned && b.kind == K::planned) return a.slot == b.slot && overlap(a, b);
   if (a.kind == K::input && b.kind == K::input) return a.slot == b.slot ? overlap(a, b) : p.captured_overlap[a.slot][b.slot] != 0;
-  if ((a.kind == K::input && b.kind == K::fixed) || (a.kind == K::fixed && b.kind == K::input)) return a.dev == b.dev;
+  if (a.kind == K::input && b.kind == K::fixed) return a.dev == b.dev && !p.is_fresh_output(static_cast<const BufferImpl*>(b.root));
+  if (a.kind == K::fixed && b.kind == K::input) return a.dev == b.dev && !p.is_fresh_output(static_cast<const BufferImpl*>(a.root));
   return false;
 }
 

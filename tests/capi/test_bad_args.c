@@ -301,6 +301,18 @@ int main(void) {
   EXPECT_ERR(encore_unit_get_stats(NULL, &stats), ENCORE_ERROR_INVALID_HANDLE, NULL);
   EXPECT_ERR(encore_unit_get_stats(unit, NULL), ENCORE_ERROR_INVALID_ARGUMENT, "out is NULL");
   {
+    encore_unit_plan_stats ps = encore_unit_plan_stats_default();
+    EXPECT_ERR(encore_unit_get_plan_stats(NULL, &ps), ENCORE_ERROR_INVALID_HANDLE, NULL);
+    EXPECT_ERR(encore_unit_get_plan_stats(unit, NULL), ENCORE_ERROR_INVALID_ARGUMENT, "out is NULL");
+    ps.size = 3; /* not a size this struct ever had: refused, nothing written past it */
+    ps.chains = 77;
+    EXPECT_ERR(encore_unit_get_plan_stats(unit, &ps), ENCORE_ERROR_INVALID_ARGUMENT, "encore_unit_plan_stats.size is 3");
+    EXPECT_TRUE(ps.size == 3 && ps.chains == 77);
+    ps = encore_unit_plan_stats_default();
+    EXPECT_OK(encore_unit_get_plan_stats(unit, &ps));
+    EXPECT_TRUE(ps.size == sizeof ps && ps.chains >= 1);
+  }
+  {
     encore_unit both = NULL;
     EXPECT_ERR(encore_unit_concat(NULL, unit, &both), ENCORE_ERROR_INVALID_HANDLE, "a");
     EXPECT_ERR(encore_unit_concat(unit, NULL, &both), ENCORE_ERROR_INVALID_HANDLE, "b");
@@ -363,6 +375,12 @@ int main(void) {
     EXPECT_ERR(encore_jit_get_stats(NULL, &stats), ENCORE_ERROR_INVALID_HANDLE, NULL);
     EXPECT_ERR(encore_jit_get_stats(jit, NULL), ENCORE_ERROR_INVALID_ARGUMENT, "out is NULL");
     EXPECT_ERR(encore_jit_get_stats(jit, &stats), ENCORE_ERROR_JIT, "no captured unit yet");
+    {
+      encore_unit_plan_stats ps = encore_unit_plan_stats_default();
+      EXPECT_ERR(encore_jit_get_plan_stats(NULL, &ps), ENCORE_ERROR_INVALID_HANDLE, NULL);
+      EXPECT_ERR(encore_jit_get_plan_stats(jit, NULL), ENCORE_ERROR_INVALID_ARGUMENT, "out is NULL");
+      EXPECT_ERR(encore_jit_get_plan_stats(jit, &ps), ENCORE_ERROR_JIT, "no captured unit yet");
+    }
     EXPECT_OK(encore_jit_call(jit, &x, 1, NULL, 0, outs, 1, NULL, 0, NULL));
     EXPECT_TRUE(outs[0] != NULL && outs[0] != x);
     EXPECT_ERR(encore_jit_reset(NULL), ENCORE_ERROR_INVALID_HANDLE, NULL);

@@ -161,6 +161,39 @@ int main(void) {
   EXPECT_TRUE(st.items == 2 && st.items_replayed == 2 && st.inputs == 1 && st.variables == 1);
   EXPECT_TRUE(st.planned_temps >= 1);
   {
+    /* one chain (combine reads affine's t); the temp t alone is live at its peak */
+    encore_unit_plan_stats ps = encore_unit_plan_stats_default();
+    EXPECT_OK(encore_unit_get_plan_stats(unit, &ps));
+    EXPECT_TRUE(ps.chains == 1);
+    EXPECT_TRUE(ps.temp_bytes_lower_bound >= N * sizeof(float) && ps.temp_bytes_lower_bound <= st.temp_bytes_planned);
+  }
+  {
+    /* two independent launches (each its own input and output: replayed, never one-time): two
+     * chains, as UnitStats::chains says */
+    encore_capture two = NULL;
+    encore_unit u2 = NULL;
+    encore_buffer o[2] = {NULL, NULL};
+    encore_unit_plan_stats ps = encore_unit_plan_stats_default();
+    size_t n = N;
+    REQUIRE_OK(encore_capture_begin(NULL, &two));
+    for (int k = 0; k < 2; ++k) {
+      encore_arg args[3];
+      REQUIRE_OK(encore_capture_add_input(two, xs[k], NULL));
+      REQUIRE_OK(encore_buffer_alloc(c.dev, ENCORE_F32, N, &o[k]));
+      args[0] = encore_arg_in(xs[k]);
+      args[1] = encore_arg_out(o[k]);
+      args[2] = encore_arg_f32(0.5f);
+      REQUIRE_OK(encore_launch(c.dev, c.affine, &n, NULL, 1, args, 3));
+      REQUIRE_OK(encore_capture_add_output(two, o[k]));
+    }
+    REQUIRE_OK(encore_capture_end(two, &u2));
+    EXPECT_OK(encore_unit_get_plan_stats(u2, &ps));
+    EXPECT_TRUE(ps.chains == 2);
+    if (ps.chains != 2) fprintf(stderr, "chains: %zu\n", ps.chains);
+    EXPECT_OK(encore_unit_destroy(u2));
+    for (int k = 0; k < 2; ++k) EXPECT_OK(encore_buffer_destroy(o[k]));
+  }
+  {
     double seconds = -1;
     EXPECT_OK(encore_unit_run_and_wait(unit, &seconds));
     EXPECT_TRUE(seconds >= 0);
@@ -209,6 +242,11 @@ int main(void) {
     if (o.enabled) {
       EXPECT_OK(encore_jit_get_stats(jit, &st));
       EXPECT_TRUE(st.items == 2 && st.inputs == 1 && st.variables == 1);
+      {
+        encore_unit_plan_stats ps = encore_unit_plan_stats_default();
+        EXPECT_OK(encore_jit_get_plan_stats(jit, &ps));
+        EXPECT_TRUE(ps.chains == 1 && ps.temp_bytes_lower_bound <= st.temp_bytes_planned);
+      }
     }
   }
   REQUIRE_OK(encore_buffer_copyout(c.acc, got, sizeof got));
