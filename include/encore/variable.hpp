@@ -83,6 +83,7 @@ class ENCORE_API Variable {
   const std::shared_ptr<detail::VarState>& shared_state() const { return s_; }
 
  private:
+  friend class Size;  // holds a null Variable for a literal (smaller than an optional)
   explicit Variable(std::shared_ptr<detail::VarState> s) : s_(std::move(s)) {}
   std::shared_ptr<detail::VarState> s_;
 };
@@ -167,13 +168,13 @@ class ENCORE_API Size {
   // leaf: var (null for a literal), mul and add; an operation: var() null, mul() 0, add() 0
   int64_t mul() const { return mul_; }
   int64_t add() const { return add_; }
-  const Variable* var() const { return var_ ? &*var_ : nullptr; }
+  const Variable* var() const { return var_.s_ ? &var_ : nullptr; }
   // an operation's operands (ArgumentError on a leaf)
   const Size& lhs() const;
   const Size& rhs() const;
-  bool is_literal() const { return !var_ && !node_; }
+  bool is_literal() const { return !var_.s_ && !node_; }
   bool is_affine() const { return !node_; }
-  bool uses_variable() const { return var_ || node_; }
+  bool uses_variable() const { return var_.s_ || node_; }
   // Every variable it uses, once each, in order of first appearance.
   void variables(std::vector<Variable>& out) const;
 
@@ -192,7 +193,7 @@ class ENCORE_API Size {
 
  private:
   int64_t mul_ = 0, add_ = 0;
-  std::optional<Variable> var_;
+  Variable var_{std::shared_ptr<detail::VarState>()};  // null state: no variable
   std::shared_ptr<const detail::SizeNode> node_;
 };
 

@@ -229,18 +229,18 @@ void Size::variables(std::vector<Variable>& out) const {
     node_->b.variables(out);
     return;
   }
-  if (!var_) return;
+  if (!var_.s_) return;
   for (const Variable& v : out)
-    if (v == *var_) return;
-  out.push_back(*var_);
+    if (v == var_) return;
+  out.push_back(var_);
 }
 
 int64_t Size::eval() const {
-  if (!var_ && !node_) return add_;
+  if (!var_.s_ && !node_) return add_;
   auto value = [](const Variable& v) { return detail::var_value(*v.state()).i; };
   if (!node_) {  // the affine form: one lookup, no tree walk
     int64_t r;
-    if (detail::affine_value(mul_, value(*var_), add_, &r)) return r;
+    if (detail::affine_value(mul_, value(var_), add_, &r)) return r;
     eval_failed(*this, *this, value);
   }
   int64_t r = 0;
@@ -291,8 +291,7 @@ bool Size::operator==(const Size& o) const {
     if (!node_ || !o.node_) return false;
     return node_ == o.node_ || (node_->op == o.node_->op && node_->a == o.node_->a && node_->b == o.node_->b);
   }
-  if (mul_ != o.mul_ || add_ != o.add_ || var_.has_value() != o.var_.has_value()) return false;
-  return !var_ || *var_ == *o.var_;
+  return mul_ == o.mul_ && add_ == o.add_ && var_ == o.var_;
 }
 
 Size operator+(const Size& a, const Size& b) { return Size::make(Size::Op::add, a, b); }

@@ -15,8 +15,8 @@ namespace encore::detail {
 // A launch size: mul * variable + add (var -1: the literal add), or expression `expr` of the plan.
 struct SizeRef {
   int32_t var = -1;
-  int64_t mul = 0, add = 0;
   int32_t expr = -1;  // index in Plan::size_exprs; var, mul and add unused
+  int64_t mul = 0, add = 0;
 };
 
 // One step of a postfix program: a leaf pushes mul * vars[var] + add (var -1: add); an operation

@@ -17,7 +17,7 @@ std::string describe(const ExecItem& it) { return "fill " + it.dst.describe() + 
 bool uses_variables(const ExecItem&) { return false; }
 
 void run_eager(const ExecItem& it) {
-  auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = eager_start();
   BufferImpl& d = *it.dst.impl();
   d.ensure_allocated();
   d.dev->fill(d.root()->mem, d.offset, it.data->data(), it.data->size(), d.nbytes);

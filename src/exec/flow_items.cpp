@@ -117,7 +117,7 @@ void host_run_eager(const ExecItem& it) {
   std::vector<uint8_t> given(ns, 0);
   HostFrame fr{&f, data.data(), sizes.data(), nr, it.args.data() + nr, ns, values.data(), given.data()};
   HostCtx c(fr);
-  auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = eager_start();
   {
     HostCall in;
     if (f.cond) tl_verdict = f.cond(c);

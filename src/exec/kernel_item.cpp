@@ -50,7 +50,7 @@ bool uses_variables(const ExecItem& it) {
 }
 
 void run_eager(const ExecItem& it) {
-  auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = eager_start();
   LaunchDims ld;
   uint64_t ns = 0;
   const bool debug = debug_level() >= 2;

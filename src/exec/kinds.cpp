@@ -31,6 +31,10 @@ double micros_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
 }
 
+std::chrono::steady_clock::time_point eager_start() {
+  return debug_level() >= 2 ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+}
+
 ItemView item_view(const ExecItem& it) {
   ItemView v{kind_of(it).label(it), it.device(), 0, it.estimate};
   for (const StorageAccess& a : it.accesses()) v.bytes += static_cast<double>(a.hi - a.lo);

@@ -20,7 +20,7 @@ std::string describe(const ExecItem& it) { return "native " + it.name + args_str
 bool uses_variables(const ExecItem&) { return false; }
 
 void run_eager(const ExecItem& it) {
-  auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = eager_start();
   std::vector<NativeMem*> mems;
   for (const Arg& a : it.args) {
     a.buf.impl()->ensure_allocated();

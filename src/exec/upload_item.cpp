@@ -24,7 +24,7 @@ std::string describe(const ExecItem& it) {
 bool uses_variables(const ExecItem&) { return false; }
 
 void run_eager(const ExecItem& it) {
-  auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = eager_start();
   BufferImpl& d = *it.dst.impl();
   d.ensure_allocated();
   enqueue_upload(d, it.data->data(), d.nbytes, true);

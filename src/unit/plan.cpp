@@ -387,7 +387,7 @@ void resolve_steps(Plan& p) {
   // An expression that is not affine is checked over its variables' whole ranges here: a value
   // it may take that no launch accepts is refused at capture, not at a later bind.
   auto size_ref = [&](const ExecItem& it, const Size& s, bool local, uint32_t d) {
-    if (s.is_affine()) return SizeRef{s.var() ? static_cast<int32_t>(var_slot(*s.var())) : -1, s.mul(), s.add(), -1};
+    if (s.is_affine()) return SizeRef{s.var() ? static_cast<int32_t>(var_slot(*s.var())) : -1, -1, s.mul(), s.add()};
     check_size_range(s, local, "capture: kernel " + it.kernel.name() + ", " + (local ? "local" : "global") + " size in dimension " +
                                    std::to_string(d));
     p.size_exprs.push_back(compile_size(s, var_slot));
