@@ -74,7 +74,7 @@ void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) 
   b.uses[st.ops[1]].push_back({c.bound, 1, 0});
   // a rebinding keeps each operand's device (bind_input refuses another), so the pair's variant holds
   const CopyPath path = copy_path(*k.dst->dev, *k.src->dev);
-  if ((path == CopyPath::peer) != (c.p.sync.peer.size() > x.item && c.p.sync.peer[x.item]))
+  if ((path == CopyPath::peer) != (c.p.peer.size() > x.item && c.p.peer[x.item]))
     throw Error("internal error: the plan's cross-device order and the copy's variant (" + std::string(name(path)) + ") disagree for " +
                 it.describe());
   switch (path) {

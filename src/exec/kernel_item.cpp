@@ -74,7 +74,7 @@ void replay_after(BoundItem& x, uint32_t lane, NativeEvent* const* waits, uint32
 
 void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) {
   Binding& b = c.b;
-  const Plan& p = c.p;
+  const PlanView& p = c.p;
   KernelImpl& k = *it.kernel.impl();
   KernelBound& kb = b.payloads.make<KernelBound>();
   x.payload = &kb;
@@ -106,7 +106,7 @@ void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) 
         break;
       case Arg::Kind::variable: {
         uint32_t v = st.var_ref[ai];
-        uint64_t bits = var_arg_bits(*p.vars[v].state(), c.u.vars[v].i, c.u.vars[v].f, a.dtype);
+        uint64_t bits = var_arg_bits(*p.vars[v].state(), c.u.values[v].i, c.u.values[v].f, a.dtype);
         kernel->set_arg(ai, size(a.dtype), &bits);
         b.var_args[v].push_back({kernel, ai, a.dtype});
         break;
@@ -125,7 +125,7 @@ void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) 
       else if (s->var >= 0)
         use(static_cast<uint32_t>(s->var));
     }
-  resolve_sizes(p, x, c.u.vars, true);
+  resolve_sizes(p, x, c.u.values, true);
   x.replay_after = replay_after;
 }
 
@@ -145,7 +145,7 @@ const LaunchDims* launch(const BoundItem& x) { return &payload<KernelBound>(x).l
 
 // Overflow-checked, so a wrap to a small positive size cannot pass unnoticed. Sizes are resolved
 // here at bind and at every set_var, never in the replay loop: that loop needs no check.
-static int64_t eval(const Plan& p, const SizeRef& s, const std::vector<VarValue>& vars) {
+static int64_t eval(const PlanView& p, const SizeRef& s, const std::vector<VarValue>& vars) {
   try {
     return eval_size(s, p.size_exprs, vars, p.vars);
   } catch (const ArgumentError& e) {
@@ -153,7 +153,7 @@ static int64_t eval(const Plan& p, const SizeRef& s, const std::vector<VarValue>
   }
 }
 
-void resolve_sizes(const Plan& p, BoundItem& x, const std::vector<VarValue>& vars, bool apply) {
+void resolve_sizes(const PlanView& p, BoundItem& x, const std::vector<VarValue>& vars, bool apply) {
   KernelBound& kb = payload<KernelBound>(x);
   const PlanStep& st = p.steps[x.item];
   int64_t g[3], l[3];

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "trace/trace.hpp"
-#include "unit/unit.hpp"  // the bound form a kind's bind and replay fill (the allowed upward include, tests/lint/check_layers.py)
+#include "exec/bound.hpp"
 
 namespace encore::detail {
 
@@ -24,15 +24,6 @@ struct Operand {
   Buffer* buf;
   Access access;
   uint32_t arg;
-};
-
-// What a kind's bind step works with: the plan, the binding under construction, the unit (for
-// its variable values) and the index the bound item has in Binding::items.
-struct BindContext {
-  UnitImpl& u;
-  const Plan& p;
-  Binding& b;
-  uint32_t bound;
 };
 
 struct KindOps {

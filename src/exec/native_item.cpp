@@ -52,7 +52,7 @@ void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) 
     b.native_mems.push_back(b.current[st.ops[ai]].impl()->handle());
     b.uses[st.ops[ai]].push_back({c.bound, ai, ai});
   }
-  if (c.p.sync.split[x.item]) {
+  if (c.p.split[x.item]) {
     x.replay = replay_begin;
     x.split = static_cast<int32_t>(b.splits.size());
     b.splits.push_back(c.bound);

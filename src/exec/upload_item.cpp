@@ -35,7 +35,7 @@ void run_eager(const ExecItem& it) {
 void submit(const ExecItem& it) { it.dst.copyin_bytes(it.data->data(), it.data->size()); }
 
 // An upload as bound: its buffer now (re-pointed on rebinding), its bytes: the captured ones, or
-// a host input's bound now (UnitImpl::host_now[slot] + host_off) through a staging copy per
+// a host input's bound now (UnitView::host_now[slot] + host_off) through a staging copy per
 // replay in flight.
 struct UploadBound {
   BufferImpl* dst = nullptr;
@@ -56,8 +56,8 @@ void bind(BindContext& c, const ExecItem& it, const PlanStep& st, BoundItem& x) 
   if (it.host_slot >= 0) {  // a ring of staging copies, one per replay in flight (none when unbounded: blocking)
     k.host = &c.u.host_now[static_cast<size_t>(it.host_slot)];
     k.host_off = it.host_offset;
-    if (c.u.flight.depth()) {
-      c.b.staging.push_back(std::make_unique<unsigned char[]>(k.n * c.u.flight.depth()));
+    if (c.u.flight_depth) {
+      c.b.staging.push_back(std::make_unique<unsigned char[]>(k.n * c.u.flight_depth));
       k.staging = c.b.staging.back().get();
     }
   }

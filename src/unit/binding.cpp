@@ -45,7 +45,7 @@ void set_var(UnitImpl& u, uint32_t slot, VarValue v, bool in_replay) {
   VarValue old = u.vars[slot];
   u.vars[slot] = v;
   try {
-    for (const SizeUse& s : bd->var_sizes[slot]) resolve_sizes(u.plan, bd->items[s.bound], u.vars, false);
+    for (const SizeUse& s : bd->var_sizes[slot]) resolve_sizes(u.plan.view(), bd->items[s.bound], u.vars, false);
   } catch (...) {
     u.vars[slot] = old;
     throw;
@@ -67,7 +67,7 @@ void set_var(UnitImpl& u, uint32_t slot, VarValue v, bool in_replay) {
     u.bound.reset();
     throw;
   }
-  for (const SizeUse& s : bd->var_sizes[slot]) resolve_sizes(u.plan, bd->items[s.bound], u.vars, true);
+  for (const SizeUse& s : bd->var_sizes[slot]) resolve_sizes(u.plan.view(), bd->items[s.bound], u.vars, true);
 }
 
 Buffer ArenaPool::get(const std::shared_ptr<DeviceImpl>& dev, uint64_t bytes) {
@@ -159,7 +159,7 @@ static void bind_items(UnitImpl& u, Binding& b) {
       bound_of[i] = static_cast<uint32_t>(b.items.size());
       const ExecItem& it = p.items[i];
       const KindOps& kind = kind_of(it);
-      BindContext c{u, p, b, static_cast<uint32_t>(b.items.size())};
+      BindContext c{p.view(), UnitView{u.vars, u.host_now.data(), u.flight.depth()}, b, static_cast<uint32_t>(b.items.size())};
       BoundItem& x = b.items.emplace_back();
       x.ops = &kind;
       x.replay = kind.replay;

@@ -1,7 +1,7 @@
 #pragma once
 // The unit's private structure, shared by the files of src/unit/ (jit.cpp among them: TinyJit builds its
 // units, shares their arenas and binds their slots), the item kinds' bind and replay (through
-// src/exec/kind.hpp, the one include pointing up a layer: tests/lint/check_layers.py) and the internal tests:
+// src/exec/kind.hpp, which sees the plan and the unit through views: src/exec/bound.hpp) and the internal tests:
 //   Plan     — what to run: a pure function of (items, inputs, outputs, options); no device calls.
 //   Binding  — how to run it on its devices now: kernel objects with arguments set, the arena,
 //              the current buffer of every entry, staging memory. Rebuilt after free_intermediates.
@@ -20,13 +20,12 @@
 #include "core/buffer_impl.hpp"
 #include "core/var_state.hpp"
 #include "unit/in_flight.hpp"
-#include "unit/payloads.hpp"
 #include "unit/view_cache.hpp"
 #include "core/size_ref.hpp"
+#include "exec/bound.hpp"
 
 namespace encore::detail {
 
-inline bool has(Access a, Access bit) { return (static_cast<uint8_t>(a) & static_cast<uint8_t>(bit)) != 0; }
 
 // An item's use of an entry, one per operand (the buffers an item touches, src/exec/kind.hpp),
 // computed once by the plan for pruning, planning, sync and the binding.
@@ -43,16 +42,6 @@ struct PlanEntry {
   uint64_t rel = 0;     // input: byte offset inside the input; planned: byte offset in the arena
   Buffer captured;      // as recorded (an unallocated placeholder for planned temps)
   bool written = false; // a replayed item writes it
-};
-
-// One item as replay needs it: entries and variable slots instead of handles.
-struct PlanStep {
-  bool has_local = false;
-  uint32_t dims = 0;
-  std::array<SizeRef, 3> g{}, l{};
-  std::vector<uint32_t> ops;      // per operand: its entry
-  std::vector<uint32_t> var_ref;  // per argument: its variable slot (variable arguments only)
-  bool cross_device = false;      // some operand lives on another device than the queue (a copy between devices)
 };
 
 // Order between devices on replay (sync.cpp): markers after some items, barriers before others,
@@ -112,6 +101,7 @@ struct Plan {
   UnitStats stats;
 
   bool is_internal(const BufferImpl* root) const;
+  PlanView view() const { return {steps, size_exprs, vars, sync.peer, sync.split}; }
   bool is_fresh_output(const BufferImpl* root) const;
   // Storages the items touch that outlive a call and are not inputs (closure state), as base buffers.
   std::vector<Buffer> state_storages() const;
@@ -131,169 +121,7 @@ ItemDeps plan_deps(const Plan& p);
 // Roots created during capture `capture_id` that no handle outside `items` refers to.
 std::vector<BufferImpl*> find_internal(const std::vector<ExecItem>& items, uint64_t capture_id);
 
-// A host, branch or loop item as bound (src/exec/flow_items.cpp binds it, src/unit/flow_replay.cpp
-// runs it): everything its replay needs, allocated here.
-struct Flow;
-struct FlowBound {
-  const Flow* flow = nullptr;
-  // host: the bytes read (one buffer each, sized at bind), the buffers they come from now, the
-  // declared Variables' slots and the values its function gives
-  std::vector<std::vector<unsigned char>> bytes;
-  std::vector<const unsigned char*> data;
-  std::vector<size_t> sizes;
-  std::vector<BufferImpl*> src;
-  std::vector<uint32_t> slots;
-  std::vector<VarValue> values, old;
-  std::vector<uint8_t> given;
-  bool verdict = false;          // a loop condition's last answer
-  // branch, loop: the slot of its Variable; the bound index where each child sequence starts, and its end
-  uint32_t var = 0;
-  std::vector<uint32_t> starts;
-};
 
-// One item ready to enqueue: a small header the replay loop reads (its replay, its queue, its order
-// around it) and a payload of the kind's own type, read only in the kind's file
-// (src/exec/<kind>_item.cpp; the kernel kind's is src/exec/kernel_bound.hpp), made in
-// Binding::payloads in bind order.
-//   auto& k = payload<KernelBound>(x);
-struct KindOps;
-struct Binding;
-struct BoundItem {
-  void (*replay)(Binding&, BoundItem&) = nullptr;  // the kind's replay
-  void* payload = nullptr;                          // the kind's bound data
-  DeviceImpl* dev = nullptr;                        // the queue it runs on
-  int32_t ends_device = -1;  // the last replayed item on plan device d with an event of its own: it ends the replay there
-  uint32_t item = 0;         // index in the plan
-  const KindOps* ops = nullptr;
-  // its replay on the device's lane `lane` after `waits` (n of them, may be 0), setting `*done`
-  // (when given) to its event: set by the binds of kinds that can (kernels, fills, copies on one
-  // queue); a unit with a replayed item without one replays in order (src/unit/concurrent.cpp)
-  void (*replay_after)(BoundItem& x, uint32_t lane, NativeEvent* const* waits, uint32_t n, NativeEvent** done) = nullptr;
-  // order around it
-  int32_t split = -1;                // split-phase call (begin and finish items): its index in Binding::splits
-  int32_t signal = -1;               // cross-device order: event slot set after it runs
-  uint32_t wait_at = 0, wait_n = 0;  // its slots in Binding::wait_slots
-  bool orders_itself = false;        // takes its waits and signal itself (set by its kind's bind: a peer copy)
-  bool finishes = false;             // the finish item of a split-phase call (placed by plan.sync)
-  bool flow = false;                 // host, branch, loop: a node of the flow walk (its payload a FlowBound)
-};
-
-template <class T> T& payload(const BoundItem& x) { return *static_cast<T*>(x.payload); }
-
-// A bound item's use of an entry: its operand k, argument `arg` (ItemAccess::arg).
-struct OperandUse {
-  uint32_t bound, k, arg;
-};
-// A kernel argument or launch size that follows a Variable (set_var reaches it here, without the kernel's payload).
-struct VarUse {
-  BackendKernel* k;  // the kernel object it is an argument of
-  uint32_t arg;
-  DType as;
-};
-struct SizeUse {
-  uint32_t bound;  // the launch's index in Binding::items: its sizes are re-resolved into its payload when the Variable changes
-};
-// A by-value kernel argument passed from a host input's bytes (Arg::host_slot): set from that
-// slot's bytes bound now before each replay enqueues anything (OpenCL copies them at once).
-struct HostArg {
-  BackendKernel* kernel;
-  uint32_t arg, slot;
-  uint64_t off;
-  size_t n;
-};
-
-// One replay's cross-device events (plan.sync's slots: markers, peer copies' own events), owned and
-// released together when the replay ends. Raw pointers by slot, so a backend call sets a slot
-// through a NativeEvent** and wait lists are gathered from them.
-class SyncEvents {
- public:
-  SyncEvents() = default;
-  SyncEvents(const SyncEvents&) = delete;
-  SyncEvents& operator=(const SyncEvents&) = delete;
-  ~SyncEvents() { reset(); }
-  // One slot per entry of `devices` (the device whose queue makes that slot's event).
-  void init(std::vector<DeviceImpl*> devices) {
-    reset();
-    dev_ = std::move(devices);
-    ev_.assign(dev_.size(), nullptr);
-  }
-  size_t size() const noexcept { return ev_.size(); }
-  // A slot for a backend call to set (empty when set: each slot is set once per replay).
-  NativeEvent*& operator[](size_t slot) noexcept { return ev_[slot]; }
-  NativeEvent* operator[](size_t slot) const noexcept { return ev_[slot]; }
-  void set(size_t slot, NativeEvent* e) noexcept {
-    OwnedEvent old(dev_[slot], ev_[slot]);
-    ev_[slot] = e;
-  }
-  void reset() noexcept {
-    for (size_t i = 0; i < ev_.size(); ++i) OwnedEvent(dev_[i], std::exchange(ev_[i], nullptr));
-  }
-
- private:
-  std::vector<NativeEvent*> ev_;
-  std::vector<DeviceImpl*> dev_;
-};
-
-// A concurrent replay's order on the device's lanes (concurrent.cpp), made at bind, so a replay
-// only gathers wait lists into `gather`. Indexes are bound items'.
-struct ConcurrentOrder {
-  bool on = false;
-  uint32_t lanes = 0;                     // lanes dealt (lane 0 is the device's queue)
-  std::vector<uint32_t> used;             // the lanes other than 0 that hold items
-  std::vector<uint32_t> order;            // replayed items in enqueue order (step order)
-  std::vector<uint32_t> lane;             // per replayed item: its lane
-  std::vector<uint32_t> wait_at, wait_n;  // per replayed item: its event waits in `waits`
-  std::vector<uint32_t> waits;            // items of other lanes, or the start marker (UINT32_MAX)
-  std::vector<uint8_t> signals;           // per replayed item: an item of another lane waits for its event
-  std::vector<uint8_t> flush_before;      // per replayed item: lanes (bits) to submit before it
-  std::vector<NativeEvent*> ev;           // per replayed item: its event in this replay (signals only)
-  std::vector<NativeEvent*> gather;       // one wait list
-  std::vector<NativeEvent*> lane_end;     // per used lane: its end marker in this replay
-};
-
-// Device objects for one plan. Replayed items come first in `items` (step order, with the finish
-// items of split-phase calls where plan.sync places them), then one-time items (step order).
-struct Binding {
-  std::vector<Buffer> arenas;
-  std::vector<Buffer> current;                  // per entry
-  std::vector<std::vector<OperandUse>> uses;    // per entry: the bound operands that point at it
-  std::vector<uint8_t> takes_handle;            // per entry: some use takes its kernel-argument handle
-  std::vector<BoundItem> items;
-  Payloads payloads;                            // the items' per-kind data
-  uint32_t n_replay = 0;
-  std::vector<std::vector<VarUse>> var_args;    // per variable: kernel arguments
-  std::vector<std::vector<SizeUse>> var_sizes;  // per variable: launches whose sizes use it
-  std::vector<HostArg> host_args;               // by-value arguments from host inputs
-  std::vector<std::unique_ptr<unsigned char[]>> staging;
-  std::vector<NativeMem*> native_mems;          // native items' buffers (sized once: items point into it)
-  std::vector<BufferImpl*> written_roots;       // bumped after each replay (fixed and planned storages)
-  std::vector<uint32_t> written_entries;        // input entries written (their storage follows the inputs)
-  // cross-device order (plan.sync): this replay's events by slot, and a buffer to gather wait lists
-  std::vector<uint32_t> wait_slots;
-  SyncEvents events;
-  std::vector<NativeEvent*> gather;
-  // split-phase calls: their begin items (bound indexes), and which this replay began and has not
-  // finished (a replay that fails cancels those)
-  std::vector<uint32_t> splits;
-  std::vector<uint8_t> open;
-  // where this replay's completion goes ([device]) while the kernels marked ends_device take their
-  // own events as it; null: this replay takes no event, or markers after it instead
-  OwnedEvent* end_events = nullptr;
-  uint32_t first_end = 0;  // the first bound item marked ends_device (n_replay: none)
-  // this replay's place in the in-flight bound (InFlight::Turn::place): the staging copy its host
-  // uploads use, whose previous user has completed
-  uint32_t place = 0;
-  ConcurrentOrder conc;
-};
-
-// This replay's events at `slots`, gathered into one array (null where an item did not run).
-inline NativeEvent* const* gather_events(Binding& bd, const uint32_t* slots, size_t n) {
-  for (size_t i = 0; i < n; ++i) bd.gather[i] = bd.events[slots[i]];
-  return bd.gather.data();
-}
-
-// Cancels the split-phase calls this replay began and did not finish (after an error); never throws.
-void cancel_open(Binding& b) noexcept;
 
 // The arenas of a TinyJit's units, one per device, shared: only one of its units runs at a time, and
 // each device's queue runs in order, so they may use the same bytes. An arena grows to the largest a
@@ -350,9 +178,6 @@ void bind_unit(UnitImpl& u);
 // The buffer entry `e` uses when its input slot is bound to `in`.
 Buffer entry_buffer(UnitImpl& u, uint32_t e, const Buffer& in);
 void point_entry(UnitImpl& u, uint32_t e, const Buffer& b);
-// Resolves launch `x`'s sizes (src/exec/kernel_item.cpp) under variable values `vars` (ArgumentError
-// when invalid): into its payload when `apply`, else only checked.
-void resolve_sizes(const Plan& p, BoundItem& x, const std::vector<VarValue>& vars, bool apply);
 // Sets variable `slot` to `v`: every check (bounds of argument types, launch sizes) before any
 // change, so a failure leaves the unit as it was.
 // `in_replay`: a host item's set (flow_replay.cpp): a failure marks the binding for a rebind

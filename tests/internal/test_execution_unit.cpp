@@ -399,7 +399,7 @@ TEST(Capture, ReplayResetsOnlyChangedArguments) {
   EXPECT_EQ(sets() - s0, 0u);
 }
 
-// A bound item is a small header; what each kind needs lives in its payload (src/unit/payloads.hpp).
+// A bound item is a small header; what each kind needs lives in its payload (src/exec/payloads.hpp).
 // The replay loop touches every header on each replay, so the header may not grow back into a union
 // of every kind's fields (it was 216 bytes).
 TEST(BoundItem, IsASmallHeader) { EXPECT_LE(sizeof(encore::detail::BoundItem), 72u); }

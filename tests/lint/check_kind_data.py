@@ -5,7 +5,7 @@ field of an item (ExecItem's kernel, sizes, copy ends, upload source, native cal
 launch, kernel, copy ends, staging, host source, memories, flow; PlanStep's local size) or
 asks an item's kind (ItemKind::...): everything else reaches a kind through its table
 (src/exec/kind.hpp). The check is by field name, so it leaves out names every container has (data,
-n, size, call). BoundItem is a header plus per-kind payloads (src/unit/payloads.hpp), so the
+n, size, call). BoundItem is a header plus per-kind payloads (src/exec/payloads.hpp), so the
 names above are its payloads' fields. The files that still read kind data, until ExecItem and
 PlanStep are made the same way (issue 27, item 2), are listed in OFFENDERS: a new offender
 fails, and one that stops reading kind data must leave the list."""
