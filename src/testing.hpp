@@ -30,11 +30,16 @@ extern bool drop_dependency;
 extern std::atomic<uint64_t> concurrent_binds;
 // Kernel arguments set on NULL-device kernel objects so far (replay re-sets only changes).
 extern std::atomic<uint64_t> null_arg_sets;
+// Allocations NULL devices made and have not given back (raw_alloc less raw_free).
+extern std::atomic<int64_t> null_live_allocations;
 // Work-group limit of NULL-device kernel objects made from now on (0: the device's maximum).
 extern std::atomic<size_t> null_kernel_work_group_limit;
 // An OpenCL device (a cl_device_id) that no context takes from now on; platform contexts are then
 // made afresh for every device opened, outside the cache (null: none).
 extern std::atomic<void*> fail_context_device;
+// The device allocator cannot remember a freed allocation (as when the host is out of memory): it
+// gives it back to the device instead (Allocator::free).
+extern std::atomic<bool> fail_cache_insert;
 // OpenCL programs whose parameter types came from a metadata build (-cl-kernel-arg-info) because
 // the source could not be read (not counting ENCORE_CHECK_SIGNATURES's comparison builds).
 extern std::atomic<uint64_t> cl_metadata_builds;

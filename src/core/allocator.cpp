@@ -1,8 +1,10 @@
 // Size-class free-list allocator: freed device memory is kept and reused, because first-touching a
 // fresh allocation is expensive (PoCL: ~28 ms of page faults for 64 MiB).
 #include <bit>
+#include <new>
 
 #include "core/allocator.hpp"
+#include "testing.hpp"
 
 namespace encore::detail {
 
@@ -50,6 +52,7 @@ void Allocator::free(NativeMem* mem, size_t bytes) noexcept {
     std::lock_guard<std::mutex> lock(mu_);
     st_.bytes_in_use -= bytes;
     try {
+      ENCORE_TESTING_DO(if (testing::fail_cache_insert) throw std::bad_alloc();)
       cache_[bytes].push_back(mem);
       st_.cached_bytes += bytes;
       return;

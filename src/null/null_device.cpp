@@ -76,9 +76,13 @@ class NullDevice final : public DeviceImpl {
   NativeMem* raw_alloc(size_t bytes) override {
     void* p = std::aligned_alloc(128, (bytes + 127) / 128 * 128);
     if (!p) throw DeviceError("NULL device: out of host memory allocating " + std::to_string(bytes) + " bytes");
+    ENCORE_TESTING_DO(++testing::null_live_allocations);
     return as_mem(static_cast<char*>(p));
   }
-  void raw_free(NativeMem* mem) override { std::free(bytes(mem)); }
+  void raw_free(NativeMem* mem) override {
+    ENCORE_TESTING_DO(--testing::null_live_allocations);
+    std::free(bytes(mem));
+  }
   NativeMem* make_view(NativeMem* root, size_t offset, size_t) override { return as_mem(bytes(root) + offset); }
   void free_view(NativeMem*) override {}
   void write(NativeMem* root, size_t off, const void* src, size_t n, bool) override { std::memcpy(bytes(root) + off, src, n); }

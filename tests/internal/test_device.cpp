@@ -296,6 +296,43 @@ TEST_P(DeviceAll, AllocatorReusesFreedMemory) {
   EXPECT_GE(s5.peak_bytes, s0.bytes_in_use + 2 * cls) << "peak is a high-water mark";
 }
 
+// When the allocator cannot remember a freed allocation (no host memory for its free list), it gives
+// the allocation back to the device at once: nothing cached, nothing reused, nothing lost (the
+// NULL device counts what it holds), and the device still works.
+TEST_P(DeviceAll, AllocatorGivesBackWhatItCannotCache) {
+  dev.synchronize();
+  dev.free_cache();
+  const size_t n = 12347;  // an odd size: no other test's cached block serves it
+  struct Off {
+    ~Off() { encore::testing::fail_cache_insert = false; }
+  } off;
+  const AllocatorStats s0 = dev.allocator_stats();
+  const int64_t live0 = encore::testing::null_live_allocations;
+  encore::testing::fail_cache_insert = true;
+  for (int round = 0; round < 3; ++round) {
+    Buffer b = dev.alloc<float>(n);
+    b.copyin(std::vector<float>(n, float(round)));
+    EXPECT_EQ(b.copyout<float>()[n - 1], float(round));
+  }
+  const AllocatorStats s1 = dev.allocator_stats();
+  EXPECT_EQ(s1.cached_bytes, s0.cached_bytes) << "a free that cannot be remembered is not counted as cached";
+  EXPECT_EQ(s1.bytes_in_use, s0.bytes_in_use);
+  EXPECT_EQ(s1.reuses, s0.reuses) << "nothing was cached, so nothing can be reused";
+  EXPECT_EQ(s1.allocations, s0.allocations + 3);
+  if (dev.is_null()) EXPECT_EQ(encore::testing::null_live_allocations, live0) << "each allocation went back to the device";
+  encore::testing::fail_cache_insert = false;
+  {
+    Buffer b = dev.alloc<float>(n);
+    b.copyin(std::vector<float>(n, 7.f));
+  }
+  const AllocatorStats s2 = dev.allocator_stats();
+  EXPECT_EQ(s2.cached_bytes, s0.cached_bytes + detail::Allocator::size_class(n * sizeof(float))) << "with room again, frees are cached";
+  Buffer c = dev.alloc<float>(n);
+  c.copyin(std::vector<float>(n, 8.f));
+  EXPECT_EQ(dev.allocator_stats().reuses, s2.reuses + 1);
+  EXPECT_EQ(c.copyout<float>()[0], 8.f);
+}
+
 TEST(Allocator, SizeClassesBoundWaste) {
   for (size_t b : {size_t{1}, size_t{255}, size_t{256}}) EXPECT_EQ(detail::Allocator::size_class(b), 256u);
   for (size_t b = 257; b < (1u << 20); b = b * 9 / 8 + 1) {
