@@ -136,6 +136,9 @@ class ENCORE_API ExecutionUnit {
   bool is_fresh_output(const Buffer& b) const;
 
   // Hot path: swap an input (same dtype, count, device; JitError otherwise) / set a variable.
+  // An input that is one of the unit's own buffers (a fresh output fed back, an internal buffer
+  // taken from items()) is read through a private copy taken before the items, as eager execution
+  // reads it before making those buffers anew; the next run is a JitError if the step writes it.
   ExecutionUnit& bind_input(size_t slot, const Buffer& b);
   ExecutionUnit& bind_var(size_t slot, int64_t value);
   ExecutionUnit& bind_var_f(size_t slot, double value);

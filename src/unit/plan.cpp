@@ -70,6 +70,12 @@ std::vector<BufferImpl*> find_internal(const std::vector<ExecItem>& items, uint6
 }
 
 bool Plan::is_internal(const BufferImpl* root) const { return std::find(internal.begin(), internal.end(), root) != internal.end(); }
+bool Plan::is_own(const BufferImpl* root) const {
+  // the id first: a root from elsewhere (most inputs) is never looked up, and an address the
+  // internal list still names but a later buffer reuses is never taken for it
+  return root->capture_id != 0 && std::find(capture_ids.begin(), capture_ids.end(), root->capture_id) != capture_ids.end() &&
+         (is_fresh_output(root) || is_internal(root));
+}
 bool Plan::is_fresh_output(const BufferImpl* root) const {
   return std::find(fresh_output_roots.begin(), fresh_output_roots.end(), root) != fresh_output_roots.end();
 }
@@ -350,11 +356,16 @@ void place_temps(Plan& p, const Roots& roots, const std::vector<bool>& plannable
     if (auto f = roots.index.find(r); f != roots.index.end() && !plannable[f->second]) p.internal.push_back(r);
 }
 
-// What a call's inputs are checked against (check_inputs): outputs made during the capture (an
-// input that is one is read through a copy), and which captured inputs overlapped.
+// What a call's inputs are checked against (check_inputs): outputs made during the capture and the
+// unit's own fixed storage (an input that is one is read through a copy, so no input shares bytes
+// with them: PlanEntry::unit_private), and which captured inputs overlapped.
 void input_aliasing(Plan& p, const std::vector<uint64_t>& capture_ids) {
   for (const Buffer& o : p.outputs)
     if (o && is_fresh(o.impl()->root(), capture_ids)) p.fresh_output_roots.push_back(o.impl()->root());
+  std::unordered_set<const BufferImpl*> own(p.internal.begin(), p.internal.end());
+  own.insert(p.fresh_output_roots.begin(), p.fresh_output_roots.end());
+  for (PlanEntry& e : p.entries)
+    if (e.kind == PlanEntry::Kind::fixed) e.unit_private = own.count(e.captured.impl()->root()) != 0;
   p.captured_overlap.assign(p.inputs.size(), std::vector<uint8_t>(p.inputs.size(), 0));
   for (size_t i = 0; i < p.inputs.size(); ++i)
     for (size_t j = 0; j < p.inputs.size(); ++j) p.captured_overlap[i][j] = p.inputs[i].overlaps(p.inputs[j]);
@@ -458,6 +469,7 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
   p.items = std::move(items);
   p.inputs = std::move(inputs);
   p.outputs = std::move(outputs);
+  p.capture_ids = capture_ids;
   for (const Buffer& b : p.inputs)
     if (!b) throw JitError("input buffer is null");
   const FlowShape shape = flow_shape(p.items);

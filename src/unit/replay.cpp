@@ -31,23 +31,28 @@ void check_inputs(UnitImpl& u) {
                                  u.inputs[i].describe() + ", " + u.inputs[j].describe() + ")");
       }
     }
-  // an input that is this unit's own fresh output: eager execution would read it before writing a
-  // new output buffer, so replay reads a private copy taken first (a step without fresh outputs,
-  // most, looks nothing up)
-  const bool any_fresh = !p.fresh_output_roots.empty();
+  // an input that is this unit's own storage (a fresh output, or an internal buffer taken from
+  // items()): eager execution would read it before writing a new buffer in its place, so replay
+  // reads a private copy taken first (a step without either, or an input from elsewhere, looks
+  // nothing up: Plan::is_own checks the capture id first)
+  const bool any_own = !p.fresh_output_roots.empty() || !p.internal.empty();
   for (uint32_t s : u.changed_slots) {
-    bool alias = any_fresh && p.is_fresh_output(u.inputs[s].impl()->root());
-    if (alias && p.slot_written[s])
+    bool alias = any_own && p.is_own(u.inputs[s].impl()->root());
+    if (alias && p.slot_written[s]) {
+      const bool output = p.is_fresh_output(u.inputs[s].impl()->root());
       throw JitError("input " + std::to_string(s) + " is " + u.inputs[s].describe() +
-                     ", an output of this same step, and the step writes that input: in eager execution the output would be a new buffer, "
-                     "so replay cannot give both results in one buffer. Pass a copy, or set fresh_outputs");
+                     (output ? ", an output of this same step, and the step writes that input: in eager execution the output would be a new buffer, "
+                               "so replay cannot give both results in one buffer. Pass a copy, or set fresh_outputs"
+                             : ", a buffer this same step makes and uses inside it (ExecutionUnit::items), and the step writes that input: "
+                               "in eager execution that buffer would be a new one, so replay cannot give both results in one buffer. Pass a copy"));
+    }
     if (alias && !u.alias_copy[s]) {
       u.alias_copy[s] = Buffer(u.inputs[s].device(), u.inputs[s].dtype(), u.inputs[s].count());
       u.alias_copy[s].impl()->ensure_allocated();
     }
   }
   for (uint32_t s : u.changed_slots) {
-    bool alias = any_fresh && p.is_fresh_output(u.inputs[s].impl()->root());
+    bool alias = any_own && p.is_own(u.inputs[s].impl()->root());
     u.copied[s] = alias;
     const Buffer& in = alias ? u.alias_copy[s] : u.inputs[s];
     for (uint32_t e : p.slot_entries[s]) point_entry(u, e, entry_buffer(u, e, in));

@@ -42,6 +42,9 @@ struct PlanEntry {
   uint64_t rel = 0;     // input: byte offset inside the input; planned: byte offset in the arena
   Buffer captured;      // as recorded (an unallocated placeholder for planned temps)
   bool written = false; // a replayed item writes it
+  // fixed: its storage is the unit's own (an internal buffer or a fresh output), so no input's
+  // bytes are ever its bytes on replay (check_inputs reads such an input through a private copy)
+  bool unit_private = false;
 };
 
 // Order between devices on replay (sync.cpp): markers after some items, barriers before others,
@@ -94,6 +97,7 @@ struct Plan {
   std::vector<Arena> arenas;
   std::vector<BufferImpl*> internal;               // roots created in the capture that nothing outside refers to
   std::vector<BufferImpl*> fresh_output_roots;     // outputs created during the capture
+  std::vector<uint64_t> capture_ids;               // the captures its items come from (BufferImpl::capture_id)
   std::vector<std::shared_ptr<DeviceImpl>> devices;
   CrossSync sync;
   ItemDeps deps;
@@ -103,6 +107,8 @@ struct Plan {
   bool is_internal(const BufferImpl* root) const;
   PlanView view() const { return {steps, size_exprs, vars, sync.peer, sync.split}; }
   bool is_fresh_output(const BufferImpl* root) const;
+  // The storage `root` is this unit's own: made during its capture, and internal or a fresh output.
+  bool is_own(const BufferImpl* root) const;
   // Storages the items touch that outlive a call and are not inputs (closure state), as base buffers.
   std::vector<Buffer> state_storages() const;
 };

@@ -384,6 +384,7 @@ TEST(Concurrent, FreshOutputsFedBackDoNotOrderTheChains) {
   for (const Buffer& y : ys) cap.add_output(y);
   ExecutionUnit u = cap.end();
   EXPECT_EQ(u.stats().chains, 2u) << "an input and a fresh output counted as sharing bytes";
+  EXPECT_EQ(impl(u).plan.deps.longest, 3u) << "a chain waits for the other's reads of its input";
   std::vector<Buffer> ref = step(x0, x1);  // eager, the same call
   encore::testing::concurrent_reorder = true;
   for (int call = 0; call < 6; ++call) {
@@ -394,4 +395,111 @@ TEST(Concurrent, FreshOutputsFedBackDoNotOrderTheChains) {
     EXPECT_EQ(get(ys[1]), get(ref[1])) << "call " << call;
   }
   encore::testing::concurrent_reorder = false;
+}
+
+namespace {
+
+// Two chains, each from its own input through an unplanned temporary (planning off) to its own
+// output: t = 0.5 x + k, y = x + t, y += 3.
+std::vector<Buffer> private_temps_step(Env& e, const Buffer& a, const Buffer& b) {
+  std::vector<Buffer> ys;
+  const Buffer xs[2] = {a, b};
+  for (int k = 0; k < 2; ++k) {
+    Buffer t = e.dev.alloc<float>(64), y = e.dev.alloc<float>(64);
+    e.dev.launch(e.axpb, {64}, {}, xs[k], t, 0.5f, static_cast<float>(k + 1));
+    e.dev.launch(e.add, {64}, {}, xs[k], t, y);
+    e.dev.launch(e.addk, {64}, {}, y, 3);
+    ys.push_back(y);
+  }
+  return ys;
+}
+
+ExecutionUnit capture_private_temps(Env& e, const Buffer& x0, const Buffer& x1, std::vector<Buffer>& ys, bool conc = true) {
+  encore::UnitOptions o = on();
+  o.concurrent = conc;
+  o.plan = false;  // the temporaries stay fixed buffers of the unit's own
+  Capture cap(o);
+  cap.add_input(x0);
+  cap.add_input(x1);
+  ys = private_temps_step(e, x0, x1);
+  for (const Buffer& y : ys) cap.add_output(y);
+  return cap.end();
+}
+
+}  // namespace
+
+// With planning off a step's temporaries are fixed buffers that only the unit holds. An input never
+// shares bytes with them on replay (one taken from items() is read through a private copy), so the
+// two chains are independent, as with the temporaries planned.
+TEST(Concurrent, UnplannedTempsDoNotOrderTheChains) {
+  NEED_CL();
+  Env& e = cl();
+  NEED_LANES(e.dev);
+  const Buffer x0 = make(e.dev, seq(64, 1.f)), x1 = make(e.dev, seq(64, 5.f));
+  std::vector<Buffer> ys;
+  ExecutionUnit u = capture_private_temps(e, x0, x1, ys);
+  EXPECT_EQ(u.stats().chains, 2u) << "an input and an unplanned internal temporary counted as sharing bytes";
+  EXPECT_EQ(impl(u).plan.deps.longest, 3u) << "a chain waits for the other's reads of its input";
+  EXPECT_EQ(u.stats().planned_temps, 0u);
+  const Buffer r0 = make(e.dev, seq(64, 1.f)), r1 = make(e.dev, seq(64, 5.f));
+  encore::testing::concurrent_reorder = true;
+  for (int call = 0; call < 4; ++call) {
+    const Buffer in0 = make(e.dev, seq(64, float(call))), in1 = make(e.dev, seq(64, float(2 * call + 7)));
+    u.bind_input(0, in0).bind_input(1, in1)();
+    std::vector<Buffer> ref = private_temps_step(e, make(e.dev, seq(64, float(call))), make(e.dev, seq(64, float(2 * call + 7))));
+    EXPECT_TRUE(concurrent(u));
+    EXPECT_EQ(get(ys[0]), get(ref[0])) << "call " << call;
+    EXPECT_EQ(get(ys[1]), get(ref[1])) << "call " << call;
+  }
+  encore::testing::concurrent_reorder = false;
+}
+
+// An input that is one of the unit's own internal buffers (dug out of items()): in eager execution
+// that buffer would be a new one, so the step reads the input's bytes as they were before the call.
+// Replay reads a private copy taken before its items, in order and concurrently; a step that
+// writes such an input is refused, as for its fresh outputs.
+TEST(Concurrent, InternalBufferAsInputIsReadThroughACopy) {
+  NEED_CL();
+  for (bool lanes : {false, true}) {
+    Env& e = cl();
+    if (lanes) encore::testing::concurrent_reorder = true;
+    const Buffer x0 = make(e.dev, seq(64, 1.f)), x1 = make(e.dev, seq(64, 5.f));
+    std::vector<Buffer> ys;
+    ExecutionUnit u = capture_private_temps(e, x0, x1, ys, lanes);
+    Buffer t0 = u.items()[0].args[1].buf;  // chain 0's temporary, written by item 0
+    ASSERT_TRUE(u.is_internal(t0)) << t0.describe();
+    u.bind_input(0, x0).bind_input(1, x1)();  // t0 now holds 0.5 x0 + 1
+    for (int call = 0; call < 3; ++call) {
+      const std::vector<float> before = get(t0);
+      u.bind_input(0, t0).bind_input(1, x1)();
+      std::vector<Buffer> ref = private_temps_step(e, make(e.dev, before), x1);
+      EXPECT_EQ(concurrent(u), lanes && e.dev.impl()->open_lanes(2) >= 2);
+      EXPECT_EQ(get(ys[0]), get(ref[0])) << "lanes " << lanes << " call " << call << ": the input was read after the step rewrote it";
+      EXPECT_EQ(get(ys[1]), get(ref[1])) << "lanes " << lanes << " call " << call;
+    }
+    // a step that writes its input 0: refused when that input is one of its internal buffers
+    encore::UnitOptions o;
+    o.plan = false;
+    const Buffer s = make(e.dev, seq(64, 2.f));
+    Capture cap(o);
+    cap.add_input(s);
+    {
+      Buffer t = e.dev.alloc<float>(64);  // the step's own: nothing outside holds it
+      e.dev.launch(e.axpb, {64}, {}, s, t, 2.f, 0.f);
+      e.dev.launch(e.accum, {64}, {}, s, t);
+    }
+    ExecutionUnit w = cap.end();
+    ASSERT_EQ(w.items().size(), 2u);
+    Buffer wt = w.items()[0].args[1].buf;
+    ASSERT_TRUE(w.is_internal(wt));
+    w.bind_input(0, wt);
+    try {
+      w();
+      ADD_FAILURE() << "a written input that is the unit's own buffer was replayed";
+    } catch (const encore::JitError& err) {
+      EXPECT_NE(std::string(err.what()).find("a buffer this same step makes and uses inside it"), std::string::npos) << err.what();
+    }
+    w.bind_input(0, s)();  // usable after the refusal
+    encore::testing::concurrent_reorder = false;
+  }
 }
