@@ -62,8 +62,9 @@ struct KernelParam {
   // at compile (for programs from the reader, the driver and the disk cache alike): none when the
   // body never names it; in when every use only reads an element (p[i], *p, vloadN); inout for a
   // store, an atomic, a vstoreN, the pointer passed to a function, assigned, cast or offset, its
-  // address taken, and for every pointer of a kernel whose body the reader cannot follow (a
-  // function-like macro, an undecided #if, inline asm). nullopt where it was not inferred (the
+  // address taken, named by a function-like macro's call (its arguments, its body, transitively)
+  // or used in the statement such a call stands in, and for every pointer of a kernel whose body
+  // the reader cannot follow (an undecided #if, a macro pasting tokens, inline asm). nullopt where it was not inferred (the
   // program's preprocessing could not be followed, or rests on an assumption). ENCORE_DEBUG=1
   // prints each kernel's answers and why a pointer is inout.
   //   for (const encore::KernelParam& p : kernel.params()) std::cout << p.name << " " << encore::name(p.default_access()) << "\n";

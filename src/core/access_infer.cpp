@@ -72,11 +72,14 @@ bool in_vload(const std::vector<std::string>& t, size_t begin, size_t end, size_
   return false;
 }
 
-// Why the body as a whole cannot be followed (every parameter inout), or empty.
+// Why the body as a whole cannot be followed (every parameter inout), or empty. A call of a
+// function-like macro whose reach is known (unknown_reach) does not make the whole body unclear:
+// classify() looks at it for the names it may reach and the statement it stands in.
 std::string unclear_body(const std::vector<std::string>& t, size_t begin, size_t end, const std::vector<KernelParam>& params) {
+  std::vector<std::string> names;
   for (size_t i = begin; i < end; ++i) {
     const std::string& w = t[i];
-    if (is_unknown(w)) return "the body uses " + w.substr(1);
+    if (is_unknown(w) && !unknown_reach(w, names)) return "the body uses " + unknown_what(w);
     if (w == "asm" || w == "__asm" || w == "__asm__") return "the body holds inline assembly";
     // a cast to a pointer type of something other than a parameter (whose own use then counts):
     // (T*)x, where x may be an address computed from anything
@@ -92,13 +95,33 @@ std::string unclear_body(const std::vector<std::string>& t, size_t begin, size_t
   return {};
 }
 
+bool bounds_statement(const std::string& w) { return w == ";" || w == "{" || w == "}"; }
+
+// A macro call in the statement around t[k] (between the nearest ; { or } on each side), or null:
+// its expansion lands in that statement and may turn the use into a store (p[0] SET(1)).
+const std::string* macro_near(const std::vector<std::string>& t, size_t begin, size_t end, size_t k) {
+  for (size_t i = k; i > begin && !bounds_statement(t[i - 1]);)
+    if (is_unknown(t[--i])) return &t[i];
+  for (size_t i = k + 1; i < end && !bounds_statement(t[i]); ++i)
+    if (is_unknown(t[i])) return &t[i];
+  return nullptr;
+}
+
 // The access of the parameter named `n`: why it is inout, or empty with `used` telling in from none.
 std::string classify(const std::vector<std::string>& t, size_t begin, size_t end, const std::string& n, bool& used) {
+  // a macro call that may name it: used in a way the reader does not see
+  std::vector<std::string> names;
+  for (size_t k = begin; k < end; ++k)
+    if (is_unknown(t[k]) && unknown_reach(t[k], names) && std::find(names.begin(), names.end(), n) != names.end()) {
+      used = true;
+      return "named by a call of " + unknown_what(t[k]);
+    }
   for (size_t k = begin + 1; k < end; ++k) {
     if (t[k] != n) continue;
     const std::string& prev = t[k - 1];
     if (prev == "." || prev == "->") continue;  // a member of that name, not the parameter
     used = true;
+    if (const std::string* m = macro_near(t, begin, end, k)) return "in one statement with a call of " + unknown_what(*m);
     // the postfix chain: [ ... ], .member, ->member
     size_t j = k + 1;
     for (;;) {

@@ -262,7 +262,8 @@ enum class State { active, inactive, unknown };
 
 struct Macro {
   enum Kind { object, function, opaque, unknown } kind = object;
-  std::vector<std::string> body;
+  std::vector<std::string> body;  // a function-like macro's too (what its calls may name: Pp::reach)
+  bool pastes = false;            // a function-like macro whose body pastes tokens with ##
 };
 
 // Expansion work past this many tokens is a program the reader does not read: a macro that expands
@@ -380,6 +381,10 @@ class Pp {
     Macro m;
     if (d.size() > 1 && d[1].s == "(" && !d[1].gap) {
       m.kind = Macro::function;
+      size_t close = 2;
+      while (close < d.size() && d[close].s != ")") ++close;
+      for (size_t i = close + 1; i < d.size(); ++i) m.body.push_back(d[i].s);
+      m.pastes = std::find(m.body.begin(), m.body.end(), "##") != m.body.end();
     } else {
       for (size_t i = 1; i < d.size(); ++i) m.body.push_back(d[i].s);
       if (std::find(m.body.begin(), m.body.end(), "##") != m.body.end()) m.kind = Macro::opaque;
@@ -483,10 +488,43 @@ class Pp {
         expand(it->second, dst, hide);
         hide.pop_back();
       } else {
-        dst.push_back(what(it->first, it->second));
+        const size_t from = i;
         if (it->second.kind == Macro::function) i = skip_call(m.body, i);
+        dst.push_back(call_marker(it->first, it->second, m.body, from, i));
       }
     }
+  }
+
+  // Every identifier the expansion of a function-like macro's call toks[from, to] may name: its
+  // arguments and its body, and what the macros among them expand to, transitively. False when
+  // that cannot be known: a ## among them may paste any name, an undecided or opaque macro may
+  // stand for anything.
+  bool reach(const std::vector<std::string>& toks, size_t from, size_t to, std::vector<std::string>& names,
+             std::set<std::string>& seen) const {
+    for (size_t i = from; i <= to && i < toks.size(); ++i) {
+      const std::string& w = toks[i];
+      if (w == "##") return false;
+      if (!is_ident(w) || !seen.insert(w).second) continue;
+      names.push_back(w);
+      auto it = macros_.find(w);
+      if (it == macros_.end()) continue;
+      const Macro& m = it->second;
+      if (m.kind == Macro::opaque || m.kind == Macro::unknown || m.pastes) return false;
+      if (!m.body.empty() && !reach(m.body, 0, m.body.size() - 1, names, seen)) return false;
+    }
+    return true;
+  }
+
+  // The marker standing for the call toks[from, to] of macro `m` (its name alone when to == from),
+  // with the names it may reach after kReach when they are known (unknown_reach).
+  std::string call_marker(const std::string& name, const Macro& m, const std::vector<std::string>& toks, size_t from, size_t to) const {
+    std::string s = what(name, m);
+    std::vector<std::string> names;
+    std::set<std::string> seen;
+    if (m.kind != Macro::function || !reach(toks, from, to, names, seen)) return s;
+    s += kReach;
+    for (const std::string& n : names) s += n + " ";
+    return s;
   }
 
   static std::string what(const std::string& name, const Macro& m) {
@@ -525,9 +563,12 @@ class Pp {
       } else if (it->second.kind == Macro::function && (i + 1 >= run.size() || run[i + 1].s != "(")) {
         out.tokens.push_back(w);  // a function-like macro's name without a call is just a name
       } else {
-        out.tokens.push_back(what(it->first, it->second));
+        const size_t from = i;
         bool open = false;
         if (it->second.kind == Macro::function) i = skip_call(run, i, &open);
+        std::vector<std::string> call;
+        for (size_t j = from; j <= i; ++j) call.push_back(run[j].s);
+        out.tokens.push_back(call_marker(it->first, it->second, call, 0, call.size() - 1));
         if (open) give_up("a call of the macro " + w + " at line " + std::to_string(run[i].line) + " goes on past a directive");
       }
     }
@@ -665,6 +706,19 @@ Preprocessed preprocess(const std::string& source, std::span<const std::string> 
   if (!pp.failed()) pp.file(0, source, "the source");
   if (pp.failed()) pp.out.tokens.clear();
   return std::move(pp.out);
+}
+
+bool unknown_reach(const std::string& tok, std::vector<std::string>& names) {
+  names.clear();
+  const size_t at = tok.find(kReach);
+  if (!is_unknown(tok) || at == std::string::npos) return false;
+  for (size_t i = at + 1; i < tok.size();) {
+    const size_t end = tok.find(' ', i);
+    if (end == std::string::npos) break;
+    if (end > i) names.push_back(tok.substr(i, end - i));
+    i = end + 1;
+  }
+  return true;
 }
 
 }  // namespace encore::detail

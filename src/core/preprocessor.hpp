@@ -25,6 +25,14 @@ using IncludeMap = std::map<std::pair<size_t, std::string>, size_t>;
 // byte says what ("function-like macro F", "#if at line 3").
 inline constexpr char kUnknown = '\x01';
 inline bool is_unknown(const std::string& tok) { return !tok.empty() && tok[0] == kUnknown; }
+// A marker for a call of a function-like macro carries, after kReach, every identifier its expansion
+// may name (its arguments, its body, what the macros among them expand to), space-separated; none
+// when a ## or a macro the reader cannot follow is among them (the call may name anything).
+inline constexpr char kReach = '\x02';
+// What a marker stands for, for messages ("the function-like macro F").
+inline std::string unknown_what(const std::string& tok) { return tok.substr(1, tok.find(kReach) == std::string::npos ? std::string::npos : tok.find(kReach) - 1); }
+// The names marker `tok` may reach: false when it may reach any name.
+bool unknown_reach(const std::string& tok, std::vector<std::string>& names);
 
 struct Preprocessed {
   std::vector<std::string> tokens;  // the program after preprocessing, markers included

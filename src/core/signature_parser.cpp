@@ -259,7 +259,7 @@ std::optional<KernelParam> parse_param(const std::vector<std::string>& toks, con
     } else if (is_ident(w)) {
       base.push_back(w);
     } else if (is_unknown(w)) {
-      why = "a parameter depends on " + w.substr(1);
+      why = "a parameter depends on " + unknown_what(w);
       return std::nullopt;
     } else {
       why = "a parameter holds \"" + w + "\"";
@@ -437,7 +437,7 @@ SignatureRead read_tokens(const std::vector<std::string>& t, const Decls& decls,
     ++j;
     while (j < t.size() && t[j] == "__attribute__") j = skip_attribute(t, j);
     if (j + 1 >= t.size() || t[j + 1] != "(") continue;
-    if (is_unknown(t[j])) return fail("?", "its name comes from " + t[j].substr(1));
+    if (is_unknown(t[j])) return fail("?", "its name comes from " + unknown_what(t[j]));
     KernelSignature sig;
     sig.name = t[j];
     sig.reqd_work_group_size = reqd_size(t, attrs, j);
@@ -592,8 +592,8 @@ SignatureRead read_signatures(const std::string& source, std::span<const std::st
   SignatureRead r = read_tokens(pp.tokens, decls);
   if (!r.ok())  // what an undecided group holds may be what was missing
     for (const std::string& t : pp.tokens)
-      if (is_unknown(t) && r.unreadable.find(t.substr(1)) == std::string::npos) {
-        r.unreadable += " (note: the reader skipped " + t.substr(1) + ")";
+      if (is_unknown(t) && r.unreadable.find(unknown_what(t)) == std::string::npos) {
+        r.unreadable += " (note: the reader skipped " + unknown_what(t) + ")";
         decls.lenient = true;
         r.unchecked = read_tokens(pp.tokens, decls).kernels;
         break;
