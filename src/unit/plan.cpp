@@ -364,8 +364,11 @@ void input_aliasing(Plan& p, const std::vector<uint64_t>& capture_ids) {
     if (o && is_fresh(o.impl()->root(), capture_ids)) p.fresh_output_roots.push_back(o.impl()->root());
   std::unordered_set<const BufferImpl*> own(p.internal.begin(), p.internal.end());
   own.insert(p.fresh_output_roots.begin(), p.fresh_output_roots.end());
-  for (PlanEntry& e : p.entries)
-    if (e.kind == PlanEntry::Kind::fixed) e.unit_private = own.count(e.captured.impl()->root()) != 0;
+  for (PlanEntry& e : p.entries)  // exactly what Plan::is_own answers, which check_inputs asks
+    if (e.kind == PlanEntry::Kind::fixed) {
+      const BufferImpl* r = e.captured.impl()->root();
+      e.unit_private = own.count(r) != 0 && is_fresh(r, capture_ids);
+    }
   p.captured_overlap.assign(p.inputs.size(), std::vector<uint8_t>(p.inputs.size(), 0));
   for (size_t i = 0; i < p.inputs.size(); ++i)
     for (size_t j = 0; j < p.inputs.size(); ++j) p.captured_overlap[i][j] = p.inputs[i].overlaps(p.inputs[j]);
