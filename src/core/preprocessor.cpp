@@ -356,6 +356,7 @@ class Pp {
   std::span<const std::string> headers_;
   const IncludeMap* includes_;
   std::map<std::string, Macro> macros_;
+  size_t reached_ = 0;  // tokens reach() looked at
   std::set<std::string> undefined_;  // #undef'd or -U'd, and not defined since: known to be undefined
   size_t produced_ = 0;
   int depth_ = 0;
@@ -498,12 +499,12 @@ class Pp {
   // Every identifier the expansion of a function-like macro's call toks[from, to] may name: its
   // arguments and its body, and what the macros among them expand to, transitively. False when
   // that cannot be known: a ## among them may paste any name, an undecided or opaque macro may
-  // stand for anything.
-  bool reach(const std::vector<std::string>& toks, size_t from, size_t to, std::vector<std::string>& names,
-             std::set<std::string>& seen) const {
+  // stand for anything; so is past kBudget tokens looked at for all calls (a program of many calls
+  // of large macros).
+  bool reach(const std::vector<std::string>& toks, size_t from, size_t to, std::vector<std::string>& names, std::set<std::string>& seen) {
     for (size_t i = from; i <= to && i < toks.size(); ++i) {
       const std::string& w = toks[i];
-      if (w == "##") return false;
+      if (w == "##" || ++reached_ > kBudget) return false;
       if (!is_ident(w) || !seen.insert(w).second) continue;
       names.push_back(w);
       auto it = macros_.find(w);
@@ -517,7 +518,7 @@ class Pp {
 
   // The marker standing for the call toks[from, to] of macro `m` (its name alone when to == from),
   // with the names it may reach after kReach when they are known (unknown_reach).
-  std::string call_marker(const std::string& name, const Macro& m, const std::vector<std::string>& toks, size_t from, size_t to) const {
+  std::string call_marker(const std::string& name, const Macro& m, const std::vector<std::string>& toks, size_t from, size_t to) {
     std::string s = what(name, m);
     std::vector<std::string> names;
     std::set<std::string> seen;

@@ -125,6 +125,20 @@ TEST(AccessInfer, NothingWhenTheReaderIsUnsure) {
   }
 }
 
+// The names a macro call may reach are looked up within the reader's budget (2^20 tokens for the
+// program): past it, a call may name anything, and the kernel's pointers are all inout.
+TEST(AccessInfer, MacroCallsPastTheBudgetMakeTheBodyUnclear) {
+  auto src = [](int calls) {
+    std::string body;
+    for (int i = 0; i < 2000; ++i) body += i ? " + 1" : "1";
+    std::string s = "#define BIG(x) (" + body + ")\n__kernel void k(__global float* p, __global float* q) {\n  float s = 0;\n";
+    for (int i = 0; i < calls; ++i) s += "  s += BIG(0);\n";
+    return s + "  q[0] = p[0] + s;\n}\n";
+  };
+  EXPECT_EQ(access_of(src(10), "k"), (std::vector<Access>{I, O}));
+  EXPECT_EQ(access_of(src(600), "k"), (std::vector<Access>{O, O}));
+}
+
 // ENCORE_DEBUG=1 says per kernel what was inferred and why a pointer is inout.
 TEST(AccessInfer, ReportedPerKernel) {
   encore_test::LogCapture log;
