@@ -319,7 +319,9 @@ TEST_P(DeviceAll, AllocatorGivesBackWhatItCannotCache) {
   EXPECT_EQ(s1.bytes_in_use, s0.bytes_in_use);
   EXPECT_EQ(s1.reuses, s0.reuses) << "nothing was cached, so nothing can be reused";
   EXPECT_EQ(s1.allocations, s0.allocations + 3);
-  if (dev.is_null()) EXPECT_EQ(encore::testing::null_live_allocations, live0) << "each allocation went back to the device";
+  if (dev.is_null()) {
+    EXPECT_EQ(encore::testing::null_live_allocations, live0) << "each allocation went back to the device";
+  }
   encore::testing::fail_cache_insert = false;
   {
     Buffer b = dev.alloc<float>(n);
