@@ -30,7 +30,10 @@ inline bool is_unknown(const std::string& tok) { return !tok.empty() && tok[0] =
 // when a ## or a macro the reader cannot follow is among them (the call may name anything).
 inline constexpr char kReach = '\x02';
 // What a marker stands for, for messages ("the function-like macro F").
-inline std::string unknown_what(const std::string& tok) { return tok.substr(1, tok.find(kReach) == std::string::npos ? std::string::npos : tok.find(kReach) - 1); }
+inline std::string unknown_what(const std::string& tok) {
+  const size_t reach = tok.find(kReach);
+  return tok.substr(1, reach == std::string::npos ? std::string::npos : reach - 1);
+}
 // The names marker `tok` may reach: false when it may reach any name.
 bool unknown_reach(const std::string& tok, std::vector<std::string>& names);
 

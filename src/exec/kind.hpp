@@ -103,8 +103,8 @@ void trace_item(DeviceImpl& dev, OwnedEvent ev, const ExecItem& it, const char* 
 void debug_print_item(const ExecItem& it, uint32_t dims, const size_t* gws, const size_t* lws, uint64_t device_ns, double host_us);
 // Host microseconds since `t0` (debug lines).
 double micros_since(std::chrono::steady_clock::time_point t0);
-// When an eager item starts, read only for ENCORE_DEBUG=2's line (a clock read is ~20 ns of an
-// eager launch's ~230 on NULL).
+// When an eager item starts, read only for ENCORE_DEBUG=2's line (otherwise every recorded item
+// read the clock for a line that is off).
 std::chrono::steady_clock::time_point eager_start();
 // After an item without launch sizes ran eagerly on `dev`: its trace event and ENCORE_DEBUG=2 line.
 void after_eager(const ExecItem& it, DeviceImpl& dev, std::chrono::steady_clock::time_point t0);

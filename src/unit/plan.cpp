@@ -70,12 +70,6 @@ std::vector<BufferImpl*> find_internal(const std::vector<ExecItem>& items, uint6
 }
 
 bool Plan::is_internal(const BufferImpl* root) const { return std::find(internal.begin(), internal.end(), root) != internal.end(); }
-bool Plan::is_own(const BufferImpl* root) const {
-  // the id first: a root from elsewhere (most inputs) is never looked up, and an address the
-  // internal list still names but a later buffer reuses is never taken for it
-  return root->capture_id != 0 && std::find(capture_ids.begin(), capture_ids.end(), root->capture_id) != capture_ids.end() &&
-         (is_fresh_output(root) || is_internal(root));
-}
 bool Plan::is_fresh_output(const BufferImpl* root) const {
   return std::find(fresh_output_roots.begin(), fresh_output_roots.end(), root) != fresh_output_roots.end();
 }
@@ -496,6 +490,12 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
   order_devices(p);
   count_and_deps(p);
   return p;
+}
+
+bool Plan::is_own(const BufferImpl* root) const {
+  // the id first: a root from elsewhere (most inputs) is never looked up, and an address the
+  // internal list still names but a later buffer reuses is never taken for it
+  return is_fresh(root, capture_ids) && (is_fresh_output(root) || is_internal(root));
 }
 
 }  // namespace encore::detail

@@ -36,8 +36,10 @@ void check_inputs(UnitImpl& u) {
   // reads a private copy taken first (a step without either, or an input from elsewhere, looks
   // nothing up: Plan::is_own checks the capture id first)
   const bool any_own = !p.fresh_output_roots.empty() || !p.internal.empty();
+  // (copied[] may change before a later slot is refused: it is read only by a replay, which this
+  // refusal stops, and by a bind, which takes each slot's input as copied[] says)
   for (uint32_t s : u.changed_slots) {
-    bool alias = any_own && p.is_own(u.inputs[s].impl()->root());
+    const bool alias = any_own && p.is_own(u.inputs[s].impl()->root());
     if (alias && p.slot_written[s]) {
       const bool output = p.is_fresh_output(u.inputs[s].impl()->root());
       throw JitError("input " + std::to_string(s) + " is " + u.inputs[s].describe() +
@@ -50,11 +52,10 @@ void check_inputs(UnitImpl& u) {
       u.alias_copy[s] = Buffer(u.inputs[s].device(), u.inputs[s].dtype(), u.inputs[s].count());
       u.alias_copy[s].impl()->ensure_allocated();
     }
+    u.copied[s] = alias;
   }
   for (uint32_t s : u.changed_slots) {
-    bool alias = any_own && p.is_own(u.inputs[s].impl()->root());
-    u.copied[s] = alias;
-    const Buffer& in = alias ? u.alias_copy[s] : u.inputs[s];
+    const Buffer& in = u.copied[s] ? u.alias_copy[s] : u.inputs[s];
     for (uint32_t e : p.slot_entries[s]) point_entry(u, e, entry_buffer(u, e, in));
     u.slot_changed[s] = 0;
   }
