@@ -391,12 +391,15 @@ typedef struct encore_unit_plan_stats {
                                       no arena can be smaller (temp_bytes_planned is the arena's) */
   size_t chains; /* independent chains of the replayed items (1: each waits for the one before);
                     concurrent replay (encore_unit_options.concurrent) has work to overlap from 2 */
+  size_t longest_chain; /* the replayed items on the longest chain of dependencies: chains rounds up,
+                           so items_replayed - longest_chain says how many can run beside it */
 } encore_unit_plan_stats;
 static inline encore_unit_plan_stats encore_unit_plan_stats_default(void) {
   encore_unit_plan_stats s;
   s.size = sizeof s;
   s.temp_bytes_lower_bound = 0;
   s.chains = 0;
+  s.longest_chain = 0;
   return s;
 }
 

@@ -99,8 +99,12 @@ struct UnitStats {
   uint64_t temp_bytes_naive = 0, temp_bytes_planned = 0, temp_bytes_lower_bound = 0;
   size_t planned_temps = 0;
   // Independent chains of the replayed items: their count over the longest chain of dependencies
-  // among them, rounded up (1: one chain, every item waiting for the one before).
+  // among them, rounded up (1: one chain, every item waiting for the one before). Rounding hides
+  // how much is off that chain (6 items around a chain of 5 are 2 chains): longest_chain says it.
   size_t chains = 0;
+  // The replayed items on the longest chain of dependencies (0 with none replayed). At most
+  // items_replayed - longest_chain items can run beside it: what concurrent replay may overlap.
+  size_t longest_chain = 0;
 };
 
 namespace detail { struct UnitImpl; struct UnitAccess; struct CaptureAccess; }

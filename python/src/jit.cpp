@@ -107,7 +107,7 @@ const char* shape_name(Shape s) {
 py::dict stats_dict(const encore::UnitStats& s) {
   return py::dict("items"_a = s.items, "items_pruned"_a = s.items_pruned, "items_replayed"_a = s.items_replayed, "inputs"_a = s.inputs,
                   "variables"_a = s.variables, "temp_bytes_naive"_a = s.temp_bytes_naive, "temp_bytes_planned"_a = s.temp_bytes_planned,
-                  "temp_bytes_lower_bound"_a = s.temp_bytes_lower_bound, "planned_temps"_a = s.planned_temps, "chains"_a = s.chains);
+                  "temp_bytes_lower_bound"_a = s.temp_bytes_lower_bound, "planned_temps"_a = s.planned_temps, "chains"_a = s.chains, "longest_chain"_a = s.longest_chain);
 }
 
 class PyJit {

@@ -364,7 +364,7 @@ def test_concurrent_option_replays_equal_eager(dev):
     _, eager = run_chains(dev, enabled=False)
     for concurrent in (True, False):
         j, replay = run_chains(dev, enabled=True, concurrent=concurrent)
-        assert j.calls == 5 and j.stats["chains"] == 4
+        assert j.calls == 5 and j.stats["chains"] == 4 and j.stats["longest_chain"] == 3
         for e, r in zip(eager, replay):
             np.testing.assert_array_equal(e, r)
     with pytest.raises(TypeError, match="concurrent"):

@@ -206,13 +206,13 @@ void publish_outputs(JitObj& j, const std::vector<Buffer>& outs, encore_buffer* 
 
 // The sizes each option struct had in each release (encore.h: fields are only appended).
 constexpr size_t kUnitOptionsSizes[] = {offsetof(encore_unit_options, concurrent), sizeof(encore_unit_options)};
-constexpr size_t kPlanStatsSizes[] = {sizeof(encore_unit_plan_stats)};
+constexpr size_t kPlanStatsSizes[] = {offsetof(encore_unit_plan_stats, longest_chain), sizeof(encore_unit_plan_stats)};
 
 // out->size (the caller's) says how much of it to fill.
 void fill_plan_stats(const UnitStats& s, encore_unit_plan_stats* out) {
   size_t size = 0;
   std::memcpy(&size, out, sizeof size);
-  write_sized(out, size, kPlanStatsSizes, encore_unit_plan_stats{sizeof(encore_unit_plan_stats), s.temp_bytes_lower_bound, s.chains},
+  write_sized(out, size, kPlanStatsSizes, encore_unit_plan_stats{sizeof(encore_unit_plan_stats), s.temp_bytes_lower_bound, s.chains, s.longest_chain},
               "encore_unit_plan_stats", "set it to that before the call (encore_unit_plan_stats_default() does)");
 }
 constexpr size_t kJitOptionsSizes[] = {offsetof(encore_jit_options, concurrent), sizeof(encore_jit_options)};

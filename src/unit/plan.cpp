@@ -455,6 +455,7 @@ void count_and_deps(Plan& p) {
   p.stats.variables = p.vars.size();
   p.deps = plan_deps(p);
   p.stats.chains = p.deps.longest ? (p.stats.items_replayed + p.deps.longest - 1) / p.deps.longest : 0;
+  p.stats.longest_chain = p.deps.longest;
 }
 
 }  // namespace

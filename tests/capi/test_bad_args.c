@@ -1,6 +1,7 @@
 /* Every C API function called with bad arguments: NULL, garbage, destroyed and wrong-type handles,
  * NULL out-pointers, wrong sizes, out-of-range slots and values, a kernel that does not compile.
  * Each must return the right status with an informative encore_last_error(), never crash. */
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -310,7 +311,13 @@ int main(void) {
     EXPECT_TRUE(ps.size == 3 && ps.chains == 77);
     ps = encore_unit_plan_stats_default();
     EXPECT_OK(encore_unit_get_plan_stats(unit, &ps));
-    EXPECT_TRUE(ps.size == sizeof ps && ps.chains >= 1);
+    EXPECT_TRUE(ps.size == sizeof ps && ps.chains >= 1 && ps.longest_chain >= 1);
+    /* a caller built against the first release's struct (no longest_chain): filled up to its size */
+    ps = encore_unit_plan_stats_default();
+    ps.size = offsetof(encore_unit_plan_stats, longest_chain);
+    ps.longest_chain = 77;
+    EXPECT_OK(encore_unit_get_plan_stats(unit, &ps));
+    EXPECT_TRUE(ps.size == offsetof(encore_unit_plan_stats, longest_chain) && ps.chains >= 1 && ps.longest_chain == 77);
   }
   {
     encore_unit both = NULL;

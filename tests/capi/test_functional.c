@@ -164,7 +164,7 @@ int main(void) {
     /* one chain (combine reads affine's t); the temp t alone is live at its peak */
     encore_unit_plan_stats ps = encore_unit_plan_stats_default();
     EXPECT_OK(encore_unit_get_plan_stats(unit, &ps));
-    EXPECT_TRUE(ps.chains == 1);
+    EXPECT_TRUE(ps.chains == 1 && ps.longest_chain == 2);
     EXPECT_TRUE(ps.temp_bytes_lower_bound >= N * sizeof(float) && ps.temp_bytes_lower_bound <= st.temp_bytes_planned);
   }
   {
@@ -188,8 +188,8 @@ int main(void) {
     }
     REQUIRE_OK(encore_capture_end(two, &u2));
     EXPECT_OK(encore_unit_get_plan_stats(u2, &ps));
-    EXPECT_TRUE(ps.chains == 2);
-    if (ps.chains != 2) fprintf(stderr, "chains: %zu\n", ps.chains);
+    EXPECT_TRUE(ps.chains == 2 && ps.longest_chain == 1);
+    if (ps.chains != 2 || ps.longest_chain != 1) fprintf(stderr, "chains: %zu, longest: %zu\n", ps.chains, ps.longest_chain);
     EXPECT_OK(encore_unit_destroy(u2));
     for (int k = 0; k < 2; ++k) EXPECT_OK(encore_buffer_destroy(o[k]));
   }

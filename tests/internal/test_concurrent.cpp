@@ -76,6 +76,7 @@ TEST(Concurrent, IndependentChainsReplayConcurrentlyAndEqualEager) {
   std::vector<Buffer> ys = buffers(e, 4, 64), ref = buffers(e, 4, 64);
   ExecutionUnit u = capture_chains(e, ys, 6);
   EXPECT_EQ(u.stats().chains, 4u);
+  EXPECT_EQ(u.stats().longest_chain, 6u);
   EXPECT_TRUE(concurrent(u)) << "PoCL gives a second queue";
   replays_equal_eager(e, u, ys, ref, 6);
 }
@@ -86,6 +87,7 @@ TEST(Concurrent, OneChainKeepsTheInOrderPath) {
   std::vector<Buffer> ys = buffers(e, 1, 64);
   ExecutionUnit u = capture_chains(e, ys, 10);
   EXPECT_EQ(u.stats().chains, 1u);
+  EXPECT_EQ(u.stats().longest_chain, 10u);
   EXPECT_FALSE(concurrent(u));
   EXPECT_TRUE(impl(u).plan.deps.eligible);
   for (uint32_t i = 1; i < 10; ++i) EXPECT_EQ(impl(u).plan.deps.on[i], std::vector<uint32_t>{i - 1}) << i;
@@ -385,6 +387,7 @@ TEST(Concurrent, FreshOutputsFedBackDoNotOrderTheChains) {
   ExecutionUnit u = cap.end();
   EXPECT_EQ(u.stats().chains, 2u) << "an input and a fresh output counted as sharing bytes";
   EXPECT_EQ(impl(u).plan.deps.longest, 3u) << "a chain waits for the other's reads of its input";
+  EXPECT_EQ(u.stats().longest_chain, 3u);
   std::vector<Buffer> ref = step(x0, x1);  // eager, the same call
   encore::testing::concurrent_reorder = true;
   for (int call = 0; call < 6; ++call) {
@@ -440,6 +443,7 @@ TEST(Concurrent, UnplannedTempsDoNotOrderTheChains) {
   ExecutionUnit u = capture_private_temps(e, x0, x1, ys);
   EXPECT_EQ(u.stats().chains, 2u) << "an input and an unplanned internal temporary counted as sharing bytes";
   EXPECT_EQ(impl(u).plan.deps.longest, 3u) << "a chain waits for the other's reads of its input";
+  EXPECT_EQ(u.stats().longest_chain, 3u);
   EXPECT_EQ(u.stats().planned_temps, 0u);
   const Buffer r0 = make(e.dev, seq(64, 1.f)), r1 = make(e.dev, seq(64, 5.f));
   encore::testing::concurrent_reorder = true;
