@@ -388,7 +388,9 @@ typedef struct encore_unit_stats {
 typedef struct encore_unit_plan_stats {
   size_t size;
   uint64_t temp_bytes_lower_bound; /* the peak, over the step's order, of its live temps' aligned bytes:
-                                      no arena can be smaller (temp_bytes_planned is the arena's) */
+                                      no arena can be smaller (temp_bytes_planned is the arena's); in
+                                      a concurrent unit independent chains' temps count as live side
+                                      by side, so it can be above the in-order unit's bound */
   size_t chains; /* independent chains of the replayed items (1: each waits for the one before);
                     concurrent replay (encore_unit_options.concurrent) has work to overlap from 2 */
   size_t longest_chain; /* the replayed items on the longest chain of dependencies: chains rounds up,

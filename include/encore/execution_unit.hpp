@@ -96,6 +96,10 @@ struct CaptureOptions {
 struct UnitStats {
   size_t items = 0, items_pruned = 0, items_replayed = 0;
   size_t inputs = 0, variables = 0;
+  // Planned temporaries (aligned bytes): their sum, the arena's size, and the peak of those live at
+  // once, which no arena can be under. Lives are as the planner sees them: a temp used in a loop
+  // lives through the loop, and in a concurrent unit (UnitOptions::concurrent) the temps of
+  // independent chains live side by side, so there the bound can be above the in-order one.
   uint64_t temp_bytes_naive = 0, temp_bytes_planned = 0, temp_bytes_lower_bound = 0;
   size_t planned_temps = 0;
   // Independent chains of the replayed items: their count over the longest chain of dependencies

@@ -313,6 +313,10 @@ TEST(Concurrent, TempsOfIndependentChainsDoNotShareArenaBytes) {
   EXPECT_LT(off.stats().temp_bytes_planned, off.stats().temp_bytes_naive);
   EXPECT_EQ(on_.stats().chains, 2u);
   EXPECT_EQ(on_.stats().temp_bytes_planned, on_.stats().temp_bytes_naive) << "the two chains' temps apart";
+  // the lower bound follows the lives the planner was given: one temp at a time in order, both
+  // side by side when concurrent (UnitStats' comment says so)
+  EXPECT_LT(off.stats().temp_bytes_lower_bound, on_.stats().temp_bytes_lower_bound);
+  EXPECT_EQ(on_.stats().temp_bytes_lower_bound, on_.stats().temp_bytes_planned);
   EXPECT_TRUE(concurrent(on_));
   const auto& p = impl(on_).plan;
   EXPECT_TRUE(p.deps.on[2].empty()) << "the second chain's writer waits for nothing";
