@@ -30,6 +30,9 @@ extern bool drop_dependency;
 extern std::atomic<uint64_t> concurrent_binds;
 // Kernel arguments set on NULL-device kernel objects so far (replay re-sets only changes).
 extern std::atomic<uint64_t> null_arg_sets;
+// Trial runs of the capture's access check so far (a launch run again on scratch copies to try its
+// encore::out claims: src/exec/access_check.cpp).
+extern std::atomic<uint64_t> access_trial_runs;
 // Allocations NULL devices made and have not given back (raw_alloc less raw_free).
 extern std::atomic<int64_t> null_live_allocations;
 // Work-group limit of NULL-device kernel objects made from now on (0: the device's maximum).

@@ -77,9 +77,10 @@ struct CaptureOptions {
   // or reorder the launch is tried on that call's data: an in (or unreferenced) argument whose
   // source has no const must come out of the launch unchanged, and the kernel is run a second time
   // on scratch copies with each encore::out buffer's bytes changed, which must not change what it
-  // writes. A failed claim is a JitError naming the kernel and the argument. Costs one wait per
-  // checked launch (and a second run of each launch with an out argument) at capture only; off:
-  // claims are trusted.
+  // writes (not where the source proves it: a parameter the body only stores into,
+  // KernelParam::inferred_store_only). A failed claim is a JitError naming the kernel and the
+  // argument. Costs one wait per checked launch (and a second run of each launch with an unproven
+  // out argument) at capture only; off: claims are trusted.
   bool check_access = true;
   // Record without running: the work issued during the capture is recorded only (nothing runs,
   // nothing is compiled at launch), and the unit's first run runs every item, one-time ones

@@ -21,15 +21,26 @@ bool is_assign(const std::string& w) { return one_of(w, {"=", "+=", "-=", "*=", 
 bool is_incdec(const std::string& w) { return w == "++" || w == "--"; }
 bool is_keyword(const std::string& w) { return one_of(w, {"return", "case", "sizeof", "else", "do", "goto"}); }
 
-// vloadN, vload_halfN, vloadaN_half: built-ins that only read through their pointer (last) argument.
-bool is_vload(const std::string& w) {
-  for (const char* p : {"vload_half", "vloada_half", "vload"})
+// Whether w is one of `families` followed by digits (none allowed but for `bare`, which needs them):
+// vload4, vload_half, vload_half4 of {vload_half, vload}.
+bool numbered(const std::string& w, std::initializer_list<const char*> families, const char* bare) {
+  for (const char* p : families)
     if (w.rfind(p, 0) == 0) {
       const std::string rest = w.substr(std::strlen(p));
       return std::all_of(rest.begin(), rest.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }) &&
-             (!rest.empty() || std::strcmp(p, "vload") != 0);
+             (!rest.empty() || std::strcmp(p, bare) != 0);
     }
   return false;
+}
+// vloadN, vload_halfN, vloadaN_half: built-ins that only read through their pointer (last) argument.
+bool is_vload(const std::string& w) { return numbered(w, {"vload_half", "vloada_half", "vload"}, "vload"); }
+// vstoreN, vstore_halfN, vstorea_halfN (with a rounding mode: _rte, _rtz, _rtp, _rtn): built-ins
+// that only store whole elements through their pointer (last) argument.
+bool is_vstore(const std::string& w) {
+  std::string s = w;
+  for (const char* r : {"_rte", "_rtz", "_rtp", "_rtn"})
+    if (s.size() > 4 && s.compare(s.size() - 4, 4, r) == 0) s.resize(s.size() - 4);
+  return numbered(s, {"vstore_half", "vstorea_half", "vstore"}, "vstore");
 }
 
 // The tokens t[from, to) as written, for messages.
@@ -39,10 +50,11 @@ std::string text(const std::vector<std::string>& t, size_t from, size_t to) {
   return s;
 }
 
-// Whether the bare pointer at k is the whole pointer argument of a read-only built-in (vload4(i, p),
-// vload4(0, p + off)): the argument it stands in is the call's last, and that argument is plain
-// offset arithmetic (no assignment, increment or call that could keep the pointer).
-bool in_vload(const std::vector<std::string>& t, size_t begin, size_t end, size_t k) {
+// Whether the bare pointer at k is the whole pointer argument of a built-in `is_fn` names whose
+// pointer is its argument number `commas` (from 0) and its last: vload4(i, p), vload4(0, p + off)
+// (1), vstore4(v, i, p + off) (2). That argument must be plain offset arithmetic (no assignment,
+// increment or call that could keep the pointer).
+bool pointer_arg(const std::vector<std::string>& t, size_t begin, size_t end, size_t k, bool (*is_fn)(const std::string&), size_t want) {
   size_t open = k, comma = 0;
   int depth = 0;
   while (open > begin) {
@@ -51,7 +63,7 @@ bool in_vload(const std::vector<std::string>& t, size_t begin, size_t end, size_
     else if (t[open] == "(" && depth-- == 0) break;
     else if (t[open] == "," && depth == 0 && comma == 0) comma = open;
   }
-  if (open <= begin || t[open] != "(" || !is_vload(t[open - 1]) || comma == 0) return false;
+  if (open <= begin || t[open] != "(" || !is_fn(t[open - 1]) || comma == 0) return false;
   size_t commas = 0;
   depth = 0;
   for (size_t i = open + 1; i < k; ++i) {
@@ -59,7 +71,7 @@ bool in_vload(const std::vector<std::string>& t, size_t begin, size_t end, size_
     else if (t[i] == ")") --depth;
     else if (t[i] == "," && depth == 0) ++commas;
   }
-  if (commas != 1) return false;  // vloadN(offset, pointer): the pointer is the second of two
+  if (commas != want) return false;  // vloadN(offset, pointer): the pointer is the second of two
   depth = 0;
   for (size_t i = comma + 1; i < end; ++i) {
     const std::string& w = t[i];
@@ -151,7 +163,7 @@ std::string classify(const std::vector<std::string>& t, size_t begin, size_t end
                                               is_assign(before));
         if (!unary) return "declared or converted as a pointer: " + text(t, k - 2, k + 1);
         s = k - 1;
-      } else if (!in_vload(t, begin, end, k)) {
+      } else if (!pointer_arg(t, begin, end, k, is_vload, 1)) {
         return "used as a pointer (passed, assigned, converted or offset): " + use;
       }
     }
@@ -174,6 +186,37 @@ std::string classify(const std::vector<std::string>& t, size_t begin, size_t end
   return {};
 }
 
+// Whether every use of the parameter named `n` stores whole elements, with a plain assignment (n[i] =
+// v, one subscript) or as a vstoreN's pointer (vstore4(v, i, n + off)), and no use reads through it:
+// what it held before the kernel cannot matter to anything the kernel computes. (x = n[i] = v stores
+// too; n[i] += v, ++n[i], &n[i], n[i][j], a member store, a macro that may name it or shares its
+// statement: not these forms.)
+bool only_stored(const std::vector<std::string>& t, size_t begin, size_t end, const std::string& n) {
+  std::vector<std::string> names;
+  for (size_t k = begin; k < end; ++k)
+    if (is_unknown(t[k]) && (!unknown_reach(t[k], names) || std::find(names.begin(), names.end(), n) != names.end())) return false;
+  bool any = false;
+  for (size_t k = begin + 1; k < end; ++k) {
+    if (t[k] != n) continue;
+    const std::string& prev = t[k - 1];
+    if (prev == "." || prev == "->") continue;  // a member of that name
+    if (macro_near(t, begin, end, k) || one_of(prev, {"&", "*", "++", "--", "sizeof"})) return false;
+    if (k + 1 < end && t[k + 1] != "[" && pointer_arg(t, begin, end, k, is_vstore, 2)) {  // vstore4(v, i, p + off)
+      any = true;
+      continue;
+    }
+    if (k + 1 >= end || t[k + 1] != "[") return false;
+    size_t j = k + 1;
+    for (int depth = 0; j < end; ++j) {
+      if (t[j] == "[") ++depth;
+      else if (t[j] == "]" && --depth == 0) break;
+    }
+    if (j + 1 >= end || t[j + 1] != "=") return false;
+    any = true;
+  }
+  return any;
+}
+
 }  // namespace
 
 std::vector<ParamAccess> infer_access(const std::vector<std::string>& t, size_t begin, size_t end, const std::vector<KernelParam>& params) {
@@ -189,6 +232,7 @@ std::vector<ParamAccess> infer_access(const std::vector<std::string>& t, size_t 
     bool used = false;
     r[i].why = classify(t, begin, end, p.name, used);
     if (r[i].why.empty()) r[i].access = used ? Access::in : Access::none;
+    else r[i].store_only = only_stored(t, begin, end, p.name);
   }
   return r;
 }
@@ -200,7 +244,7 @@ std::string describe_access(const std::vector<KernelParam>& params, const std::v
     if (!p.is_pointer || !(p.space == AddressSpace::global || p.space == AddressSpace::constant)) continue;
     s += (s.empty() ? "" : ", ") + p.name + " " + name(acc[i].access);
     if (acc[i].access == Access::none) s += " (never referenced)";
-    else if (acc[i].access == Access::inout) s += " (" + acc[i].why + ")";
+    else if (acc[i].access == Access::inout) s += " (" + acc[i].why + (acc[i].store_only ? "; only stored into: encore::out holds" : "") + ")";
   }
   return s;
 }

@@ -9,7 +9,7 @@
 //   none  - the name never appears in the body;
 //   in    - every use reads an element: p[i], p[i].f, *p, vloadN(k, p + off), with nothing after it
 //           that assigns, increments or takes its address;
-//   inout - everything else: a store (p[i] = , p[i] += , ++p[i], *p = , p->f = ), the pointer itself
+//   inout - everything else (store_only when every use is p[i] = v or vstoreN(v, i, p + off)): a store (p[i] = , p[i] += , ++p[i], *p = , p->f = ), the pointer itself
 //           used as a value (passed to a function, assigned, converted, offset, compared, atomics,
 //           vstoreN), its address taken, and the whole kernel when its body holds something the
 //           reader cannot follow (a function-like macro, an undecided #if, inline asm, a cast to a
@@ -25,6 +25,9 @@ namespace encore::detail {
 struct ParamAccess {
   Access access = Access::inout;
   std::string why;  // for inout: the use that made it so ("stored through: p [ i ] +=")
+  // inout only: every use stores a whole element (p[i] = v) and none reads one, so an encore::out
+  // claim on it holds and needs no trial run at capture (KernelParam::inferred_store_only)
+  bool store_only = false;
 };
 
 // Per parameter of a kernel whose body is tokens [begin, end) of `t` (t[begin] is its "{"). Entries

@@ -480,6 +480,7 @@ void infer_params(KernelSignature& sig, const SignatureRead& own, const std::vec
   bool any = false;
   for (KernelParam& p : sig.params) {
     p.inferred_access.reset();
+    p.inferred_store_only = false;
     any = any || (p.is_pointer && (p.space == AddressSpace::global || p.space == AddressSpace::constant));
   }
   if (!any) return;
@@ -495,7 +496,10 @@ void infer_params(KernelSignature& sig, const SignatureRead& own, const std::vec
   const std::vector<ParamAccess> acc = infer_access(tokens, bodies[k].first, bodies[k].second, own.kernels[k].params);
   for (size_t i = 0; i < sig.params.size(); ++i) {
     KernelParam& p = sig.params[i];
-    if (p.is_pointer && (p.space == AddressSpace::global || p.space == AddressSpace::constant)) p.inferred_access = acc[i].access;
+    if (p.is_pointer && (p.space == AddressSpace::global || p.space == AddressSpace::constant)) {
+      p.inferred_access = acc[i].access;
+      p.inferred_store_only = acc[i].store_only;
+    }
   }
   notes.push_back("kernel " + sig.name + ": pointer access from the source: " + describe_access(own.kernels[k].params, acc));
 }

@@ -7,6 +7,7 @@
 #include "core/program_impl.hpp"
 #include "encore/error.hpp"
 #include "exec/eager.hpp"
+#include "testing.hpp"
 
 namespace encore::detail {
 
@@ -16,6 +17,11 @@ namespace {
 // pointer to const or __constant data is the compiler's promise, not encore's guess).
 bool read_claim(const KernelParam& p, Access a) { return p.is_pointer && !p.read_only() && (a == Access::in || a == Access::none); }
 bool writes(Access a) { return has(a, Access::out); }
+// An out claim the check tries: one the source does not prove (a parameter the body only stores
+// into, p[i] = v, or never names, cannot have its old bytes read).
+bool out_claim(const KernelParam& p, Access a) {
+  return a == Access::out && !(p.inferred_store_only || p.inferred_access == Access::none);
+}
 
 bool overlap(const Buffer& x, const Buffer& y) {
   BufferImpl &a = *x.impl(), &b = *y.impl();
@@ -75,7 +81,7 @@ std::string claim_origin(const KernelParam& p, Access a) {
 bool has_access_claims(const KernelImpl& k, const std::vector<Arg>& args) {
   const auto& params = k.sig->params;
   for (size_t i = 0; i < args.size() && i < params.size(); ++i)
-    if (args[i].kind == Arg::Kind::buffer && (read_claim(params[i], args[i].access) || args[i].access == Access::out)) return true;
+    if (args[i].kind == Arg::Kind::buffer && (read_claim(params[i], args[i].access) || out_claim(params[i], args[i].access))) return true;
   return false;
 }
 
@@ -88,7 +94,7 @@ void run_checking_access(const ExecItem& it) {
   for (size_t i = 0; i < n; ++i) {
     if (args[i].kind != Arg::Kind::buffer) continue;
     buffer[i] = 1;
-    any_out = any_out || args[i].access == Access::out;
+    any_out = any_out || out_claim(params[i], args[i].access);
     check_in[i] = read_claim(params[i], args[i].access);
     for (size_t j = 0; j < i; ++j)
       if (buffer[j] && overlap(args[i].buf, args[j].buf)) {
@@ -131,6 +137,7 @@ void run_checking_access(const ExecItem& it) {
     }
   }
   LaunchDims ld;
+  ENCORE_TESTING_DO(++testing::access_trial_runs;)
   run_kernel_eager(*it.kernel.impl(), trial, it.global, it.local, ld, nullptr);
   std::string outs;
   for (size_t i = 0; i < n; ++i)

@@ -7,9 +7,12 @@
 //   out (encore::out at the launch): after the launch, the kernel runs again on scratch copies of
 //       its buffers as they were before it, the out buffer's bytes inverted; every output must come
 //       out as in the real launch (an out byte the kernel did not write keeps its inverted value).
+//       Not tried where the source proves the claim: a parameter the body only stores whole
+//       elements into (KernelParam::inferred_store_only: p[i] = v, never read) or never names.
 // Arguments that overlap a written argument in storage are skipped (a change cannot be blamed on one
 // of them), and so is the out check of a launch whose buffers overlap each other. The cost is paid at
-// capture only: every claimed launch waits for its reads, and a launch with an out claim runs twice.
+// capture only: every claimed launch waits for its reads, and a launch with an out claim the source
+// does not prove runs twice.
 #include "exec/kind.hpp"
 
 namespace encore::detail {

@@ -13,6 +13,7 @@
 #include "core/program_cache.hpp"
 #include "test_util.hpp"
 #include "core/recorder.hpp"
+#include "testing.hpp"
 
 using namespace encore;
 using encore_test::DeviceTest;
@@ -743,4 +744,44 @@ TEST(DiskCache, ConcurrentCompilesOnDistinctDevices) {
     ASSERT_EQ(e->kernels.size(), 1u);
     EXPECT_EQ(e->kernels[0].name, "conc_dev");
   }
+}
+
+// The capture's access check runs a launch a second time only for an encore::out claim the source
+// does not prove: a parameter the body only stores into (KernelParam::inferred_store_only) needs no
+// trial run; one it also reads (a correct claim: it reads back only what it wrote) and one it
+// accumulates into (a wrong claim, refused) still get one. Replay of the proven one equals eager.
+TEST(AccessCheckTrials, OutProvenByTheSourceIsNotRunTwice) {
+  if (!encore_test::have_cl()) GTEST_SKIP() << "no OpenCL device";
+  Device dev = Device::open();
+  Program pr = dev.compile(R"(
+__kernel void twice(__global float* x, __global float* y) { int i = get_global_id(0); y[i] = x[i] * 2.0f; }
+__kernel void twice_reread(__global float* x, __global float* y) { int i = get_global_id(0); y[i] = x[i]; y[i] = y[i] * 2.0f; }
+__kernel void accumulate(__global float* x, __global float* y) { int i = get_global_id(0); y[i] += x[i]; }
+)");
+  ASSERT_TRUE(pr.kernel("twice").params()[1].inferred_store_only);
+  ASSERT_FALSE(pr.kernel("twice_reread").params()[1].inferred_store_only);
+  ASSERT_FALSE(pr.kernel("accumulate").params()[1].inferred_store_only);
+  std::vector<float> hx(64);
+  for (size_t i = 0; i < hx.size(); ++i) hx[i] = static_cast<float>(i) - 5.f;
+  Buffer x = dev.alloc<float>(64), y = dev.alloc<float>(64);
+  x.copyin(std::span<const float>(hx));
+  auto trials = [&](const char* k, bool refused) {
+    const uint64_t before = encore::testing::access_trial_runs.load();
+    Capture cap;
+    cap.add_input(x);
+    if (refused) {
+      EXPECT_THROW(dev.launch(pr.kernel(k), {64}, {}, x, encore::out(y)), JitError) << k;
+    } else {
+      dev.launch(pr.kernel(k), {64}, {}, x, encore::out(y));
+      ExecutionUnit u = cap.end();
+      y.copyin(std::vector<float>(64, 9.f));
+      u();
+      std::vector<float> got = y.copyout<float>();
+      for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], hx[i] * 2.f) << k << " element " << i;
+    }
+    return encore::testing::access_trial_runs.load() - before;
+  };
+  EXPECT_EQ(trials("twice", false), 0u) << "the source proves the claim";
+  EXPECT_EQ(trials("twice_reread", false), 1u) << "a parameter also read is tried";
+  EXPECT_EQ(trials("accumulate", true), 1u) << "and a wrong claim is refused after its trial";
 }
