@@ -69,7 +69,8 @@ struct KernelParam {
   // prints each kernel's answers and why a pointer is inout.
   //   for (const encore::KernelParam& p : kernel.params()) std::cout << p.name << " " << encore::name(p.default_access()) << "\n";
   std::optional<Access> inferred_access;
-  // Whether the body only stores whole elements through it (p[i] = v, and no use reads through it):
+  // Whether the body only stores whole elements through it (p[i] = v, vstoreN(v, i, p + off); no
+  // use reads through it):
   // an inferred inout whose old contents nothing the kernel computes can depend on. An encore::out
   // claim on it is then proven by the source, and the capture's access check does not run the
   // launch a second time for it (CaptureOptions::check_access). False where not inferred.

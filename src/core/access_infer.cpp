@@ -51,7 +51,7 @@ std::string text(const std::vector<std::string>& t, size_t from, size_t to) {
 }
 
 // Whether the bare pointer at k is the whole pointer argument of a built-in `is_fn` names whose
-// pointer is its argument number `commas` (from 0) and its last: vload4(i, p), vload4(0, p + off)
+// pointer is its argument number `want` (from 0) and its last: vload4(i, p), vload4(0, p + off)
 // (1), vstore4(v, i, p + off) (2). That argument must be plain offset arithmetic (no assignment,
 // increment or call that could keep the pointer).
 bool pointer_arg(const std::vector<std::string>& t, size_t begin, size_t end, size_t k, bool (*is_fn)(const std::string&), size_t want) {
@@ -71,7 +71,7 @@ bool pointer_arg(const std::vector<std::string>& t, size_t begin, size_t end, si
     else if (t[i] == ")") --depth;
     else if (t[i] == "," && depth == 0) ++commas;
   }
-  if (commas != want) return false;  // vloadN(offset, pointer): the pointer is the second of two
+  if (commas != want) return false;  // vloadN(offset, pointer), vstoreN(data, offset, pointer)
   depth = 0;
   for (size_t i = comma + 1; i < end; ++i) {
     const std::string& w = t[i];

@@ -9,12 +9,14 @@
 //   none  - the name never appears in the body;
 //   in    - every use reads an element: p[i], p[i].f, *p, vloadN(k, p + off), with nothing after it
 //           that assigns, increments or takes its address;
-//   inout - everything else (store_only when every use is p[i] = v or vstoreN(v, i, p + off)): a store (p[i] = , p[i] += , ++p[i], *p = , p->f = ), the pointer itself
+//   inout - everything else: a store (p[i] = , p[i] += , ++p[i], *p = , p->f = ), the pointer itself
 //           used as a value (passed to a function, assigned, converted, offset, compared, atomics,
 //           vstoreN), its address taken, and the whole kernel when its body holds something the
 //           reader cannot follow (a function-like macro, an undecided #if, inline asm, a cast to a
 //           pointer type of anything but a parameter).
-// Each inout says why (the first use that made it so), for ENCORE_DEBUG=1's line per kernel.
+// Each inout says why (the first use that made it so), for ENCORE_DEBUG=1's line per kernel, and
+// whether it is store_only: every use stores whole elements (p[i] = v, vstoreN(v, i, p + off)) and
+// none reads through it, which proves an encore::out claim.
 #include <string>
 #include <vector>
 
@@ -25,8 +27,8 @@ namespace encore::detail {
 struct ParamAccess {
   Access access = Access::inout;
   std::string why;  // for inout: the use that made it so ("stored through: p [ i ] +=")
-  // inout only: every use stores a whole element (p[i] = v) and none reads one, so an encore::out
-  // claim on it holds and needs no trial run at capture (KernelParam::inferred_store_only)
+  // inout only: every use stores whole elements (p[i] = v, vstoreN) and none reads one, so an
+  // encore::out claim on it holds and needs no trial run at capture (KernelParam::inferred_store_only)
   bool store_only = false;
 };
 
