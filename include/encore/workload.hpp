@@ -215,6 +215,7 @@ struct ENCORE_API Report {
   bool prune = true, plan = true, concurrent = false;
   size_t items = 0, items_replayed = 0, items_pruned = 0;
   size_t chains = 0;                // UnitStats::chains of set 0's unit: independent work for --concurrent
+  size_t longest_chain = 0;         // UnitStats::longest_chain of that unit (chains rounds up)
   double eager_step_us = 0, replay_step_us = 0, speedup = 0, capture_ms = 0;
   double eager_item_us = 0, replay_item_us = 0;  // per step item
   double eager_cpu_us = 0, replay_cpu_us = 0;    // calling thread's CPU time per timed call (mean)

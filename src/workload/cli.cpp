@@ -22,8 +22,8 @@ namespace {
 const char* kUsage =
     "usage: encore-bench run WORKLOAD.json|DIR... [--device CL|CL:N|NULL] [--calls N] [--rotate R]\n"
     "                        [--no-prune] [--no-plan] [--concurrent] [--json OUT.json] [--format encore|gbench]\n"
-    "                        [--dump DIR] [--trace TRACE.json]\n"
-    "       encore-bench check WORKLOAD.json|DIR... [--device CL|CL:N|NULL]\n"
+    "                        [--dump DIR] [--trace TRACE.json] [--root DIR]\n"
+    "       encore-bench check WORKLOAD.json|DIR... [--device CL|CL:N|NULL] [--root DIR]\n"
     "       encore-bench start WORKLOAD.json [--device CL|CL:N|NULL] [--from-source]\n"
     "A folder stands for its *.json files, in name order. Several workloads print one summary table.\n";
 

@@ -25,7 +25,7 @@ std::string Report::table() const {
   row("calls", std::to_string(calls) + " compared, " + std::to_string(timed_calls) + " timed, " + std::to_string(rotate) + " input sets");
   row("options", std::string(prune ? "prune" : "no-prune") + " " + (plan ? "plan" : "no-plan") + (concurrent ? " concurrent" : ""));
   row("items", std::to_string(items) + " (" + std::to_string(items_replayed) + " replayed, " + std::to_string(items_pruned) + " pruned; " +
-                   std::to_string(chains) + " chains)");
+                   std::to_string(chains) + " chains, the longest " + std::to_string(longest_chain) + " items)");
   row("eager step", num(eager_step_us, 1) + " us  (" + num(eager_item_us, 2) + " us/item)");
   row("replay step", num(replay_step_us, 1) + " us  (" + num(replay_item_us, 2) + " us/item)");
   row("speedup", num(speedup, 2) + "x");
@@ -57,6 +57,7 @@ std::string Report::json() const {
   field("items_replayed", std::to_string(items_replayed));
   field("items_pruned", std::to_string(items_pruned));
   field("chains", std::to_string(chains));
+  field("longest_chain", std::to_string(longest_chain));
   field("eager_step_us", num(eager_step_us));
   field("replay_step_us", num(replay_step_us));
   field("eager_item_us", num(eager_item_us));

@@ -298,7 +298,10 @@ void set_reports(const Bench& b, JitSide& j, const std::vector<std::vector<doubl
     }
     if (k == 0) {
       r.items_pruned = sr.items_pruned;
-      if (u && *u) r.chains = u->stats().chains;
+      if (u && *u) {
+        r.chains = u->stats().chains;
+        r.longest_chain = u->stats().longest_chain;
+      }
       r.items_replayed = r.items - std::min(r.items, sr.items_pruned);
       r.temp_bytes_naive = sr.temp_bytes_naive;
       r.temp_bytes_planned = sr.temp_bytes_planned;

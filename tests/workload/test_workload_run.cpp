@@ -104,7 +104,9 @@ TEST(WorkloadRun, ConcurrentAttentionAgreesAndReportsChains) {
   EXPECT_EQ(f["mismatches"], 0);
   EXPECT_EQ(f["items"], 25);
   EXPECT_EQ(f["chains"], 5);
+  EXPECT_EQ(f["longest_chain"], 5) << "a head's projection, scores, softmax, weighted sum, then the output projection";
   EXPECT_LT(g["chains"], f["chains"]);
+  EXPECT_EQ(g["longest_chain"], 17) << "in order the packed temps chain the heads";
   EXPECT_LT(g["temp_bytes_planned"], f["temp_bytes_planned"]);
   EXPECT_NE(r.out.find("concurrent"), std::string::npos) << r.out;
 }
