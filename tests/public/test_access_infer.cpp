@@ -140,7 +140,8 @@ TEST(AccessInfer, StoreOnlyIsEveryUseAPlainStore) {
   };
   for (const StoreCase& c : cases) {
     const std::string src = std::string("__kernel void k(__global float* p, __global float* q, int n) { ") + c.body + " }";
-    const KernelParam& p = Device::open("NULL").compile(src).kernel("k").params()[0];
+    const Program prog = Device::open("NULL").compile(src);  // owns the parameter list read below
+    const KernelParam p = prog.kernel("k").params()[0];
     EXPECT_EQ(p.inferred_store_only, c.want) << c.what << ": " << c.body;
     if (p.inferred_store_only) {
       EXPECT_EQ(p.inferred_access, Access::inout) << "a store-only parameter is still written: " << c.what;
