@@ -119,15 +119,30 @@ const std::string* macro_near(const std::vector<std::string>& t, size_t begin, s
   return nullptr;
 }
 
-// The access of the parameter named `n`: why it is inout, or empty with `used` telling in from none.
-std::string classify(const std::vector<std::string>& t, size_t begin, size_t end, const std::string& n, bool& used) {
-  // a macro call that may name it: used in a way the reader does not see
+// A function-like macro's call in the body that may name `n` (its reach holds it), or null: `n` is
+// then used in a way the reader does not see.
+const std::string* macro_naming(const std::vector<std::string>& t, size_t begin, size_t end, const std::string& n) {
   std::vector<std::string> names;
   for (size_t k = begin; k < end; ++k)
-    if (is_unknown(t[k]) && unknown_reach(t[k], names) && std::find(names.begin(), names.end(), n) != names.end()) {
-      used = true;
-      return "named by a call of " + unknown_what(t[k]);
-    }
+    if (is_unknown(t[k]) && unknown_reach(t[k], names) && std::find(names.begin(), names.end(), n) != names.end()) return &t[k];
+  return nullptr;
+}
+
+// The "]" that closes the subscript opening at t[j] (a "["), or end when it is unbalanced.
+size_t close_subscript(const std::vector<std::string>& t, size_t j, size_t end) {
+  for (int depth = 0; j < end; ++j) {
+    if (t[j] == "[") ++depth;
+    else if (t[j] == "]" && --depth == 0) return j;
+  }
+  return end;
+}
+
+// The access of the parameter named `n`: why it is inout, or empty with `used` telling in from none.
+std::string classify(const std::vector<std::string>& t, size_t begin, size_t end, const std::string& n, bool& used) {
+  if (const std::string* m = macro_naming(t, begin, end, n)) {
+    used = true;
+    return "named by a call of " + unknown_what(*m);
+  }
   for (size_t k = begin + 1; k < end; ++k) {
     if (t[k] != n) continue;
     const std::string& prev = t[k - 1];
@@ -138,11 +153,7 @@ std::string classify(const std::vector<std::string>& t, size_t begin, size_t end
     size_t j = k + 1;
     for (;;) {
       if (j < end && t[j] == "[") {
-        int depth = 0;
-        for (; j < end; ++j) {
-          if (t[j] == "[") ++depth;
-          else if (t[j] == "]" && --depth == 0) break;
-        }
+        j = close_subscript(t, j, end);
         if (j >= end) return "an unbalanced subscript: " + text(t, k, k + 4);
         ++j;
       } else if (j + 1 < end && (t[j] == "." || t[j] == "->") && is_ident(t[j + 1])) {
@@ -190,28 +201,22 @@ std::string classify(const std::vector<std::string>& t, size_t begin, size_t end
 // v, one subscript) or as a vstoreN's pointer (vstore4(v, i, n + off)), and no use reads through it:
 // what it held before the kernel cannot matter to anything the kernel computes. (x = n[i] = v stores
 // too; n[i] += v, ++n[i], &n[i], n[i][j], a member store, a macro that may name it or shares its
-// statement: not these forms.)
+// statement: not these forms.) Asked only of a body the reader can follow (unclear_body empty), so
+// every macro call's reach is known.
 bool only_stored(const std::vector<std::string>& t, size_t begin, size_t end, const std::string& n) {
-  std::vector<std::string> names;
-  for (size_t k = begin; k < end; ++k)
-    if (is_unknown(t[k]) && (!unknown_reach(t[k], names) || std::find(names.begin(), names.end(), n) != names.end())) return false;
+  if (macro_naming(t, begin, end, n)) return false;
   bool any = false;
   for (size_t k = begin + 1; k < end; ++k) {
     if (t[k] != n) continue;
     const std::string& prev = t[k - 1];
     if (prev == "." || prev == "->") continue;  // a member of that name
     if (macro_near(t, begin, end, k) || one_of(prev, {"&", "*", "++", "--", "sizeof"})) return false;
-    if (k + 1 < end && t[k + 1] != "[" && pointer_arg(t, begin, end, k, is_vstore, 2)) {  // vstore4(v, i, p + off)
-      any = true;
-      continue;
+    if (k + 1 < end && t[k + 1] == "[") {  // p[i] = v
+      const size_t j = close_subscript(t, k + 1, end);
+      if (j + 1 >= end || t[j + 1] != "=") return false;
+    } else if (!pointer_arg(t, begin, end, k, is_vstore, 2)) {  // vstore4(v, i, p + off)
+      return false;
     }
-    if (k + 1 >= end || t[k + 1] != "[") return false;
-    size_t j = k + 1;
-    for (int depth = 0; j < end; ++j) {
-      if (t[j] == "[") ++depth;
-      else if (t[j] == "]" && --depth == 0) break;
-    }
-    if (j + 1 >= end || t[j + 1] != "=") return false;
     any = true;
   }
   return any;

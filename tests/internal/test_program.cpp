@@ -748,8 +748,9 @@ TEST(DiskCache, ConcurrentCompilesOnDistinctDevices) {
 
 // The capture's access check runs a launch a second time only for an encore::out claim the source
 // does not prove: a parameter the body only stores into (KernelParam::inferred_store_only) needs no
-// trial run; one it also reads (a correct claim: it reads back only what it wrote) and one it
-// accumulates into (a wrong claim, refused) still get one. Replay of the proven one equals eager.
+// trial run, nor does one it never names; one it also reads (a correct claim: it reads back only
+// what it wrote) and one it accumulates into (a wrong claim, refused) still get one. Replay of the
+// proven ones equals eager.
 TEST(AccessCheckTrials, OutProvenByTheSourceIsNotRunTwice) {
   if (!encore_test::have_cl()) GTEST_SKIP() << "no OpenCL device";
   Device dev = Device::open();
@@ -757,6 +758,7 @@ TEST(AccessCheckTrials, OutProvenByTheSourceIsNotRunTwice) {
 __kernel void twice(__global float* x, __global float* y) { int i = get_global_id(0); y[i] = x[i] * 2.0f; }
 __kernel void twice_reread(__global float* x, __global float* y) { int i = get_global_id(0); y[i] = x[i]; y[i] = y[i] * 2.0f; }
 __kernel void accumulate(__global float* x, __global float* y) { int i = get_global_id(0); y[i] += x[i]; }
+__kernel void ignores(__global float* x, __global float* y) { }
 )");
   ASSERT_TRUE(pr.kernel("twice").params()[1].inferred_store_only);
   ASSERT_FALSE(pr.kernel("twice_reread").params()[1].inferred_store_only);
@@ -784,4 +786,14 @@ __kernel void accumulate(__global float* x, __global float* y) { int i = get_glo
   EXPECT_EQ(trials("twice", false), 0u) << "the source proves the claim";
   EXPECT_EQ(trials("twice_reread", false), 1u) << "a parameter also read is tried";
   EXPECT_EQ(trials("accumulate", true), 1u) << "and a wrong claim is refused after its trial";
+  // a parameter the body never names cannot be read either
+  ASSERT_EQ(pr.kernel("ignores").params()[1].inferred_access, Access::none);
+  const uint64_t before = encore::testing::access_trial_runs.load();
+  {
+    Capture cap;
+    dev.launch(pr.kernel("ignores"), {64}, {}, x, encore::out(y));
+    ExecutionUnit u = cap.end();
+    u();
+  }
+  EXPECT_EQ(encore::testing::access_trial_runs.load() - before, 0u) << "an out on a parameter never named is proven";
 }
