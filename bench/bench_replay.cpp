@@ -15,8 +15,11 @@
 // Counters: per_kernel (per_item on NULL), seconds with an SI prefix. At the end a table of medians over repetitions
 // with the ratios replay/hand and eager/replay, and the paired rows' ratios. Goals (issue 18): replay
 // <= 1.02x hand at K >= 10 on PoCL (the paired rows), <= 4.5 ns per item on NULL at K >= 100, and the
-// launch-bound stencil below <= 1.00x its hand-written loop.
+// launch-bound stencil below <= 1.00x its hand-written loop. The stencil_forms rows measure that
+// loop against the best hand loops for the same step (the same in-flight bound, prebound kernels,
+// command buffers): docs/performance.md.
 #include <CL/cl.h>
+#include <CL/cl_ext.h>
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -365,17 +368,58 @@ cl_kernel hand_kernel(const HandChain& base, const char* src, const char* name) 
   return k;
 }
 
-// The hand-written loop: both arguments set and the kernel enqueued every step, then a finish.
+// The hand-written loop: both arguments set and the kernel enqueued every step, then a finish. Its
+// other forms, each a way a careful programmer might cut the host's cost (the stencil rows compare
+// them, so that what encore adds is measured against the best a hand loop does on this device):
+//   bounded   the same in-flight bound as encore's default for a one-kernel step (64 launches in 2
+//             groups of 32: the last launch of a group takes an event, the first waits for the
+//             event of the group before the last), so replay and hand both pay the bound's waits;
+//   prebound  one kernel object per parity with its arguments set once (no clSetKernelArg);
+//   cmdbuf    one cl_khr_command_buffer per parity, recorded once (simultaneous use), enqueued
+//             every step; only on a device that offers it (PoCL 3.1 does).
 struct StencilHand {
   HandChain base{1};  // its context and queue
-  cl_kernel k = nullptr;
+  cl_kernel k = nullptr, pre[2] = {nullptr, nullptr};
   cl_mem g[2] = {nullptr, nullptr};
+  cl_event ends[2] = {nullptr, nullptr};
+  clEnqueueCommandBufferKHR_fn enqueue_cb = nullptr;
+  cl_command_buffer_khr cb[2] = {nullptr, nullptr};
   StencilHand() {
     cl_int err = CL_SUCCESS;
     k = hand_kernel(base, kStencilSrc, "stencil");
     for (cl_mem& m : g) {
       m = clCreateBuffer(base.ctx, CL_MEM_READ_WRITE, kGrid * kGrid * sizeof(float), nullptr, &err);
       CHECK(err);
+    }
+    const size_t gws[2] = {kGrid, kGrid}, lws[2] = {16, 16};
+    for (int i = 0; i < 2; ++i) {
+      pre[i] = hand_kernel(base, kStencilSrc, "stencil");
+      CHECK(clSetKernelArg(pre[i], 0, sizeof(cl_mem), &g[i]));
+      CHECK(clSetKernelArg(pre[i], 1, sizeof(cl_mem), &g[1 - i]));
+    }
+    cl_device_id dev = nullptr;
+    cl_platform_id plat = nullptr;
+    CHECK(clGetCommandQueueInfo(base.q, CL_QUEUE_DEVICE, sizeof dev, &dev, nullptr));
+    CHECK(clGetDeviceInfo(dev, CL_DEVICE_PLATFORM, sizeof plat, &plat, nullptr));
+    size_t n = 0;
+    CHECK(clGetDeviceInfo(dev, CL_DEVICE_EXTENSIONS, 0, nullptr, &n));
+    std::string ext(n, '\0');
+    CHECK(clGetDeviceInfo(dev, CL_DEVICE_EXTENSIONS, n, ext.data(), nullptr));
+    if (ext.find("cl_khr_command_buffer ") == std::string::npos && !ext.ends_with("cl_khr_command_buffer")) return;
+    auto create = reinterpret_cast<clCreateCommandBufferKHR_fn>(clGetExtensionFunctionAddressForPlatform(plat, "clCreateCommandBufferKHR"));
+    auto record = reinterpret_cast<clCommandNDRangeKernelKHR_fn>(clGetExtensionFunctionAddressForPlatform(plat, "clCommandNDRangeKernelKHR"));
+    auto finalize = reinterpret_cast<clFinalizeCommandBufferKHR_fn>(clGetExtensionFunctionAddressForPlatform(plat, "clFinalizeCommandBufferKHR"));
+    enqueue_cb = reinterpret_cast<clEnqueueCommandBufferKHR_fn>(clGetExtensionFunctionAddressForPlatform(plat, "clEnqueueCommandBufferKHR"));
+    if (!create || !record || !finalize || !enqueue_cb) {
+      enqueue_cb = nullptr;
+      return;
+    }
+    const cl_command_buffer_properties_khr props[] = {CL_COMMAND_BUFFER_FLAGS_KHR, CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR, 0};
+    for (int i = 0; i < 2; ++i) {
+      cb[i] = create(1, &base.q, props, &err);
+      CHECK(err);
+      CHECK(record(cb[i], nullptr, nullptr, pre[i], 2, nullptr, gws, lws, 0, nullptr, nullptr, nullptr));
+      CHECK(finalize(cb[i]));
     }
   }
   void start() {
@@ -389,6 +433,36 @@ struct StencilHand {
       CHECK(clSetKernelArg(k, 1, sizeof(cl_mem), &g[(i + 1) % 2]));
       CHECK(clEnqueueNDRangeKernel(base.q, k, 2, nullptr, gws, lws, 0, nullptr, nullptr));
     }
+    CHECK(clFinish(base.q));
+  }
+  void run_bounded() {
+    const size_t gws[2] = {kGrid, kGrid}, lws[2] = {16, 16};
+    constexpr int kGroup = 32;
+    for (int i = 0; i < kSteps; ++i) {
+      const int group = (i / kGroup) % 2;
+      if (i % kGroup == 0 && ends[group]) {
+        CHECK(clWaitForEvents(1, &ends[group]));
+        CHECK(clReleaseEvent(ends[group]));
+        ends[group] = nullptr;
+      }
+      CHECK(clSetKernelArg(k, 0, sizeof(cl_mem), &g[i % 2]));
+      CHECK(clSetKernelArg(k, 1, sizeof(cl_mem), &g[(i + 1) % 2]));
+      CHECK(clEnqueueNDRangeKernel(base.q, k, 2, nullptr, gws, lws, 0, nullptr, i % kGroup == kGroup - 1 ? &ends[group] : nullptr));
+    }
+    CHECK(clFinish(base.q));
+    for (cl_event& e : ends)
+      if (e) {
+        CHECK(clReleaseEvent(e));
+        e = nullptr;
+      }
+  }
+  void run_prebound() {
+    const size_t gws[2] = {kGrid, kGrid}, lws[2] = {16, 16};
+    for (int i = 0; i < kSteps; ++i) CHECK(clEnqueueNDRangeKernel(base.q, pre[i % 2], 2, nullptr, gws, lws, 0, nullptr, nullptr));
+    CHECK(clFinish(base.q));
+  }
+  void run_cmdbuf() {
+    for (int i = 0; i < kSteps; ++i) CHECK(enqueue_cb(0, nullptr, cb[i % 2], 0, nullptr, nullptr));
     CHECK(clFinish(base.q));
   }
   static StencilHand& get() {
@@ -428,6 +502,34 @@ void BM_stencil_paired(benchmark::State& state) {
   auto replay = [&] { r.run(j); };
   auto hand = [&] { h.run(); };
   run_paired(state, replay, hand);
+}
+
+// range(0): the other loop beside the plain hand loop: 0 encore's replay with the default bound
+// against the hand loop with the same bound; 1 the prebound hand loop, 2 the command buffers, each
+// against the plain hand loop.
+void BM_stencil_forms(benchmark::State& state) {
+  StencilHand& h = StencilHand::get();
+  h.start();
+  auto plain = [&] { h.run(); };
+  auto bounded = [&] { h.run_bounded(); };
+  switch (state.range(0)) {
+    case 0: {
+      StencilReplay& r = StencilReplay::get();
+      encore::TinyJit<Stencil>& j = r.jit(-1);
+      r.start();
+      auto replay = [&] { r.run(j); };
+      return run_paired(state, replay, bounded);
+    }
+    case 1: {
+      auto pre = [&] { h.run_prebound(); };
+      return run_paired(state, pre, plain);
+    }
+    default: {
+      if (!h.enqueue_cb) return state.SkipWithError("no cl_khr_command_buffer on this device");
+      auto cbuf = [&] { h.run_cmdbuf(); };
+      return run_paired(state, cbuf, plain);
+    }
+  }
 }
 
 // The stencil's TinyJit call on NULL, its two input slots swapping every call: encore's own host cost
@@ -619,6 +721,11 @@ class SummaryReporter : public benchmark::ConsoleReporter {
       if (auto it = ratios_.find(std::string("stencil_paired/") + arg); it != ratios_.end())
         std::printf("launch-bound stencil (%s), replay and hand in one loop, replay/hand of the median runs: %s, host %s\n", what,
                     range(it->second).c_str(), range(host_ratios_.at(it->first)).c_str());
+    for (auto [arg, what] : {std::pair{"0", "encore's replay (default bound) against the hand loop with the same bound"},
+                             {"1", "the hand loop with prebound kernels (no clSetKernelArg) against the plain hand loop"},
+                             {"2", "the hand loop with command buffers (cl_khr_command_buffer) against the plain hand loop"}})
+      if (auto it = ratios_.find(std::string("stencil_forms/") + arg); it != ratios_.end())
+        std::printf("launch-bound stencil, %s: %s, host %s\n", what, range(it->second).c_str(), range(host_ratios_.at(it->first)).c_str());
     for (const char* reps : {"1", "128"})
       for (auto [arg, what] : {std::pair{"1", "concurrent replay"}, {"0", "in-order replay"}})
         if (auto it = ratios_.find(std::string("wide_paired/") + arg + "/" + reps); it != ratios_.end())
@@ -686,6 +793,7 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark("stencil_replay", BM_stencil_replay)->Arg(-1)->Arg(3)->Arg(0)->UseRealTime();
     benchmark::RegisterBenchmark("stencil_hand", BM_stencil_hand)->UseRealTime();
     benchmark::RegisterBenchmark("stencil_paired", BM_stencil_paired)->Arg(-1)->Arg(0)->UseRealTime();
+    benchmark::RegisterBenchmark("stencil_forms", BM_stencil_forms)->Arg(0)->Arg(1)->Arg(2)->UseRealTime();
     benchmark::RegisterBenchmark("wide_paired", BM_wide_paired)->Args({1, 1})->Args({0, 1})->Args({1, 128})->Args({0, 128})->UseRealTime();
   }
   benchmark::Initialize(&argc, argv);

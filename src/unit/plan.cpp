@@ -2,6 +2,7 @@
 // (DESIGN rule 2); the arena plan (rule 3); every item's arguments resolved to entries and variable
 // slots. A pure function of the recorded items: it makes no device call.
 #include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <unordered_map>
 #include <unordered_set>
@@ -230,14 +231,34 @@ void one_time_set(Plan& p, const std::vector<PruneItem>& pitems) {
   TraceSpan span("prune");
   PruneResult pr = prune(pitems);
   p.one_time = std::move(pr.one_time);
-  // ENCORE_DEBUG=1: items that would be one-time but for exactly one condition, and which
-  for (uint32_t i = 0; i < n && debug_level() >= 1; ++i) {
+  // ENCORE_DEBUG=1: why each kept item that looks one-time is kept: the one condition it breaks
+  // with the item that makes it hold, or every condition when it breaks several. An item that
+  // touches an input or uses a variable is each call's own work: counted, not listed.
+  if (debug_level() < 1) return;
+  constexpr uint8_t volatile_bit = 1u << static_cast<unsigned>(KeepReason::volatile_);
+  size_t per_call = 0;
+  for (uint32_t i = 0; i < n; ++i) {
     const KeepWhy& w = pr.why[i];
-    if (p.one_time[i] || w.reason == KeepReason::none || w.reason == KeepReason::volatile_) continue;
-    std::string note = "item " + std::to_string(i) + " (" + p.items[i].describe() + "): " + describe(w.reason);
-    if (w.other != no_item && w.other != i) note += " [item " + std::to_string(w.other) + ": " + p.items[w.other].describe() + "]";
+    if (p.one_time[i] || w.broken == 0) continue;
+    if (w.broken & volatile_bit) {
+      ++per_call;
+      continue;
+    }
+    std::string note = "item " + std::to_string(i) + " (" + p.items[i].describe() + "): ";
+    if (w.reason != KeepReason::none) {
+      note += describe(w.reason);
+      if (w.other != no_item && w.other != i) note += " [item " + std::to_string(w.other) + ": " + p.items[w.other].describe() + "]";
+    } else {
+      note += "for " + std::to_string(std::popcount(w.broken)) + " reasons:";
+      for (unsigned r = 1; r < 8; ++r)
+        if (w.broken & (1u << r)) note += std::string(" ") + describe(static_cast<KeepReason>(r)) + ";";
+      note.pop_back();
+    }
     p.keep_notes.push_back(std::move(note));
   }
+  if (per_call > 0)
+    p.keep_notes.push_back(std::to_string(per_call) + (per_call == 1 ? " item that touches an input or uses a variable" : " items that touch an input or use a variable") +
+                           " (each call's own work, not listed one by one)");
 }
 
 // A flow step's last replayed item ends a replay with its own event only as a plain item at top level.

@@ -462,3 +462,28 @@ TEST(DebugNotes, SayWhyALookalikeOneTimeItemIsKept) {
   EXPECT_EQ(cap.end().stats().items_pruned, 1u);
   EXPECT_FALSE(contains(logs.text(), "setk")) << logs.text();
 }
+
+// An item kept for several conditions is listed with all of them, and the items that are each
+// call's own work (they touch an input) are counted on one line rather than left unexplained.
+TEST(DebugNotes, SayEveryReasonAndCountTheInputsWork) {
+  const char* level = std::getenv("ENCORE_DEBUG");
+  if (!level || std::string(level) != "1") GTEST_SKIP() << "runs with ENCORE_DEBUG=1 (meson test debug-notes)";
+  SetEnv& e = set_null();
+  Buffer x = e.dev.alloc<float>(16), y = e.dev.alloc<float>(16);
+  LogCapture logs;
+  encore::Capture cap;
+  cap.add_input(x);
+  e.dev.launch(e.dbl, {16}, {}, x);  // touches the input
+  e.dev.launch(e.dbl, {16}, {}, y);  // reads its own output, and item 2 writes the same bytes
+  e.dev.launch(e.dbl, {16}, {}, y);
+  EXPECT_EQ(cap.end().stats().items_pruned, 0u);
+  const std::string text = logs.text();
+  // item 1 also reads bytes item 2 writes later; item 2 reads what the kept item 1 wrote
+  EXPECT_TRUE(contains(text, ": for 3 reasons: reads its own output (a read-modify-write): declare encore::out() on the argument if the kernel "
+                             "only writes it; another item writes the same bytes; reads bytes that a later item in the step writes")) << text;
+  EXPECT_TRUE(contains(text, "another item writes the same bytes; reads bytes written by an item that is itself kept")) << text;
+  EXPECT_TRUE(contains(text, "kept item 1 (")) << text;
+  EXPECT_TRUE(contains(text, "kept item 2 (")) << text;
+  EXPECT_TRUE(contains(text, "kept 1 item that touches an input or uses a variable")) << text;
+  EXPECT_FALSE(contains(text, "item 0 (")) << text;
+}
