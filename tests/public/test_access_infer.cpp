@@ -5,7 +5,10 @@
 // proves (recorded below; clang is not run here): never in or none where clang says written.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstdio>
+#include <iterator>
+#include <random>
 
 #include <string>
 #include <vector>
@@ -421,3 +424,192 @@ TEST(AccessInfer, RealKernelsAgainstClang) {
 }
 
 }  // namespace
+
+// ---- generated kernels: never less access than the body has ----------------------------------
+// Kernels made from the forms below, each statement of known effect (the X and Y it reads and
+// writes; X and Y may be the same parameter), some wrapped in a branch, a loop, #if 1, #if 0,
+// #ifdef of an undefined name, or an object-like macro standing for X (#define, then #undef). What
+// the reader infers must never be less than what the body does: in never where the body writes, none
+// never where it reads or writes, store-only never where it reads. And it must find most of what
+// there is to find, so a reader that answers inout for everything fails too. On an OpenCL device the
+// programs are also built, so every generated kernel is real OpenCL C.
+namespace gen {
+
+struct Form {
+  const char* text;     // X, Y: float pointers; Q: the int pointer; i the work item, n an int
+  const char* effects;  // "rX wY": X read, Y written
+};
+
+const Form kForms[] = {
+    {"X[i] = 1.0f;", "wX"},
+    {"X[i] = Y[i] * 2.0f;", "wX rY"},
+    {"X[i] += Y[i];", "rX wX rY"},
+    {"{ float t = X[i]; Y[i + 1] = t; }", "rX wY"},
+    {"if (i < n) X[i] = 0.5f;", "wX"},
+    {"vstore4((float4)(1.0f), i, X);", "wX"},
+    {"vstore4(vload4(i, Y), i, X);", "rY wX"},
+    {"{ __global float* r = X; r[i] = 2.0f; }", "wX"},
+    {"{ __global float* r = X + 1; Y[i] = r[i]; }", "rX wY"},
+    {"*(X + i) = 3.0f;", "wX"},
+    {"X[i]++;", "rX wX"},
+    {"{ float u = X[i] = Y[i]; X[i + 1] = u; }", "wX rY"},
+    {"SET(X, Y[i]);", "wX rY"},
+    {"put(X, i);", "wX"},
+    {"Y[i] = get(X, i);", "rX wY"},
+    {"atomic_add(&Q[i], 1);", "rQ wQ"},
+    {"Q[i] = (int)Y[i];", "wQ rY"},
+    {"for (int k = 0; k < n; ++k) X[i] = Y[k];", "wX rY"},
+    {"X[(int)Y[i] & 3] = 1.0f;", "wX rY"},
+    {"Y[i] = X[X[i] > 0.0f ? i : 0];", "rX wY"},
+    {"(X)[i] = 1.0f;", "wX"},
+    {"X [ i ] = Y [ i ];", "wX rY"},
+    {"X[i] = X[i];", "rX wX"},
+    {"Y[i] = *X;", "rX wY"},
+    {"X[i] = (Y[i] = 2.0f);", "wX wY"},
+    {"{ float4 v = vload4(0, X + 4 * i); vstore4(v, i, Y); }", "rX wY"},
+    {"Y[i] = X[i] == 1.0f ? 1.0f : 0.0f;", "rX wY"},
+    {"Q[0] = Q[1];", "rQ wQ"},
+    {"{ __global float* arr[2] = {X, Y}; arr[1][i] = arr[0][i]; }", "rX wY"},
+    {"X[i] = 0.0f; X[i] -= Y[i];", "wX rX rY"},
+    {"/* X[i] = 1.0f; */ Y[i] = 2.0f;", "wY"},
+    {"if (X[i] > 0.0f) return;", "rX"},
+    {"{ int j = i; X[j] = Y[j]; }", "wX rY"},
+    {"X[i] = vload4(0, Y).x;", "wX rY"},
+    {"Y[i] = X[i] + Q[i];", "rX rQ wY"},
+    {"Q[i] = X[i] < Y[i];", "wQ rX rY"},
+    {"barrier(CLK_GLOBAL_MEM_FENCE);", ""},
+    {"X[i] = sizeof(Y[0]);", "wX"},
+};
+
+// The top of every program: the macro and helpers the forms use.
+constexpr const char* kHead =
+    "#define ENC_ON\n"
+    "#define ENC_LEVEL 3\n"
+    "#define SET(p, v) p[i] = (v)\n"
+    "void put(__global float* p, int k) { p[k] = 1.0f; }\n"
+    "float get(__global float* p, int k) { return p[k]; }\n";
+
+struct Effect {
+  bool read = false, write = false;
+};
+
+// A statement in its wrapper, and whether its effects hold (false: #if 0, #ifndef of the name the
+// program defines, #ifdef of a name it never defines). `assume`: the program may take the wrapper
+// that tests a name it never defines (the build options could define it, so the reader, which
+// assumes it undefined, then infers nothing for the whole program: every pointer stays inout).
+std::string wrap(std::mt19937& rng, std::string s, const std::string& x, int id, bool assume, bool& holds) {
+  holds = true;
+  switch (rng() % 11) {
+    case 0: return "  if (n > 1) { " + s + " }\n";
+    case 1: return "#if 1\n  " + s + "\n#endif\n";
+    case 2: holds = false; return "#if 0\n  " + s + "\n#endif\n";
+    case 3: return "#ifdef ENC_ON\n  " + s + "\n#endif\n";
+    case 4: holds = false; return "#ifndef ENC_ON\n  " + s + "\n#else\n  barrier(CLK_LOCAL_MEM_FENCE);\n#endif\n";
+    case 5: return "#if defined(ENC_ON) && ENC_LEVEL > 2\n  " + s + "\n#endif\n";
+    case 6:
+      if (!assume) return "  " + s + "\n";
+      holds = false;
+      return "#ifdef ENC_UNDEFINED\n  " + s + "\n#endif\n";
+    case 7: return "  for (int r = 0; r < 2; ++r) { " + s + " }\n";
+    case 8: {  // an object-like macro standing for X, undefined after the statement
+      const std::string alias = "ALIAS" + std::to_string(id);
+      for (size_t at = 0; (at = s.find(x, at)) != std::string::npos;) {
+        const bool word = (at == 0 || !std::isalnum(static_cast<unsigned char>(s[at - 1]))) &&
+                          (at + x.size() >= s.size() || !std::isalnum(static_cast<unsigned char>(s[at + x.size()])));
+        if (word) {
+          s.replace(at, x.size(), alias);
+          at += alias.size();
+        } else {
+          at += x.size();
+        }
+      }
+      return "#define " + alias + " " + x + "\n  " + s + "\n#undef " + alias + "\n";
+    }
+    default: return "  " + s + "\n";
+  }
+}
+
+// One kernel named `name` over p0, p1, p2 (float) and q (int), with its true effects per parameter.
+std::string kernel(std::mt19937& rng, const std::string& name, int& ids, bool assume, std::vector<Effect>& truth) {
+  static const char* floats[] = {"p0", "p1", "p2"};
+  truth.assign(4, {});
+  std::string body;
+  const int statements = 1 + static_cast<int>(rng() % 4);
+  for (int s = 0; s < statements; ++s) {
+    const Form& f = kForms[rng() % std::size(kForms)];
+    const std::string x = floats[rng() % 3], y = floats[rng() % 3];
+    std::string text = f.text;
+    auto put_name = [&](char placeholder, const std::string& n) {
+      for (size_t at; (at = text.find(placeholder)) != std::string::npos;) text.replace(at, 1, n);
+    };
+    put_name('X', x);
+    put_name('Y', y);
+    put_name('Q', "q");
+    bool holds = true;
+    body += wrap(rng, text, x, ids++, assume, holds);
+    if (!holds) continue;
+    for (const char* e = f.effects; *e; ++e) {
+      if (*e != 'r' && *e != 'w') continue;
+      const char who = e[1];
+      const size_t p = who == 'Q' ? 3 : static_cast<size_t>((who == 'X' ? x : y)[1] - '0');
+      (*e == 'r' ? truth[p].read : truth[p].write) = true;
+    }
+  }
+  return "__kernel void " + name + "(__global float* p0, __global float* p1, __global float* p2, __global int* q, int n) {\n"
+         "  int i = get_global_id(0);\n" + body + "}\n";
+}
+
+}  // namespace gen
+
+TEST(AccessInfer, GeneratedKernelsNeverClaimLessThanTheBodyDoes) {
+  std::mt19937 rng(20261206);
+  Device null_dev = Device::open("NULL");
+  const bool cl = encore_test::have_cl();
+  size_t params = 0, read_only = 0, read_only_in = 0, unused = 0, unused_none = 0, stored = 0, stored_proven = 0;
+  for (int prog = 0; prog < 24; ++prog) {
+    std::string src = gen::kHead;
+    std::vector<std::vector<gen::Effect>> truth(16);
+    int ids = 0;
+    const bool assume = prog % 6 == 5;  // a few programs test a name they never define
+    for (int k = 0; k < 16; ++k) src += gen::kernel(rng, "k" + std::to_string(k), ids, assume, truth[static_cast<size_t>(k)]);
+    Program p = null_dev.compile(src);
+    if (cl && prog < 4) EXPECT_NO_THROW((void)Device::open().compile(src)) << src;  // real OpenCL C
+    for (int k = 0; k < 16; ++k) {
+      const auto& ps = p.kernel("k" + std::to_string(k)).params();
+      ASSERT_EQ(ps.size(), 5u);
+      for (size_t j = 0; j < 4; ++j) {
+        const gen::Effect& t = truth[static_cast<size_t>(k)][j];
+        const Access a = ps[j].default_access();
+        const std::string where = "kernel k" + std::to_string(k) + " parameter " + ps[j].name + " of program " + std::to_string(prog) + ":\n" + src;
+        ++params;
+        if (a == Access::in) {
+          EXPECT_FALSE(t.write) << "in, but the body writes it: " << where;
+        }
+        if (a == Access::none) {
+          EXPECT_FALSE(t.read || t.write) << "none, but the body uses it: " << where;
+        }
+        if (ps[j].inferred_store_only) {
+          EXPECT_FALSE(t.read) << "store-only, but the body reads it: " << where;
+        }
+        if (t.read && !t.write) {
+          ++read_only;
+          read_only_in += a == Access::in;
+        }
+        if (!t.read && !t.write) {
+          ++unused;
+          unused_none += a == Access::none || a == Access::in;
+        }
+        if (t.write && !t.read) {
+          ++stored;
+          stored_proven += ps[j].inferred_store_only;
+        }
+      }
+    }
+  }
+  std::printf("generated: %zu parameters; read-only %zu (inferred in %zu), untouched %zu (none or in %zu), only stored %zu (proven %zu)\n", params,
+              read_only, read_only_in, unused, unused_none, stored, stored_proven);
+  // the reader is conservative, not blind: most of what a body plainly does is found
+  EXPECT_GT(read_only_in * 2, read_only);
+  EXPECT_GT(unused_none * 2, unused);
+  EXPECT_GT(stored_proven * 4, stored);
+}
