@@ -159,20 +159,20 @@ prop::GenOptions gen_options(uint64_t seed, int devices = 1) {
 // Everything for one seed on the OpenCL device, or spread over two devices (then the values of the
 // generated step live on either device).
 SeedOutcome run_seed(uint64_t seed, const std::vector<encore::Device>& dev, std::vector<std::pair<bool, bool>> configs, Counts* c,
-                     bool structure = true) {
+                     bool structure = true, bool foreign = false) {
   SeedOutcome out;
   Prog p = prop::generate(seed, gen_options(seed, static_cast<int>(dev.size())));
   std::vector<prop::RefItem> items = prop::reference_items(p);
   std::vector<bool> ref_one = prop::reference_one_time(items);
   RunResult h = prop::run_host(p);
-  RunResult e = prop::run_device(p, dev, nullptr);
+  RunResult e = prop::run_device(p, dev, nullptr, foreign);
   if (std::string d = prop::compare(p, h, e, "host", "eager"); !d.empty()) {
     out.failure = "eager differs from the host reference: " + d;
     return out;
   }
   for (auto [prune, plan] : configs) {
     encore::JitOptions o = jit_options(prune, plan);
-    RunResult j = prop::run_device(p, dev, &o);
+    RunResult j = prop::run_device(p, dev, &o, foreign);
     std::string cfg = std::string(" [prune ") + (prune ? "on" : "off") + ", plan " + (plan ? "on" : "off") + "]";
     if (!j.error.empty()) {
       out.plan_check_threw = j.error.find("invalid memory plan") != std::string::npos;
@@ -302,6 +302,35 @@ TEST(Property, EagerEqualsReplayAndHostReference) {
   EXPECT_GE(c.feedback, want / 2);
   EXPECT_GE(c.edit_hits_one_time, 1);
   EXPECT_LE(c.worst_ratio, 1.10);
+}
+
+// The same property with the kernels built without `const`, as code written for plain OpenCL often
+// is: every read-only parameter's access then comes from the reader's inference (and is checked on
+// the data at capture), so the one-time set, the plan and the results must come out exactly as
+// with const (the structure check compares the one-time set with the reference's, which reads the
+// const kernels). 300 seeds, prune and plan on, and one other combination in turn.
+TEST(Property, ForeignKernelsWithoutConstEqualEagerAndHost) {
+  encore::Device dev = cl_device();
+  if (!dev) GTEST_SKIP() << "no OpenCL device";
+  // the mode does what it says: no const left, and the reader infers the read-only parameters
+  const std::string src = prop::foreign_source();
+  ASSERT_EQ(src.find("const"), std::string::npos);
+  const encore::Kernel add = dev.compile(src).kernel("p_add");
+  ASSERT_EQ(add.params()[0].inferred_access, encore::Access::in);
+  ASSERT_FALSE(add.params()[0].read_only());
+  std::vector<uint64_t> ss = seeds(300);
+  Counts c;
+  int shown = 0;
+  const std::pair<bool, bool> others[] = {{false, true}, {true, false}, {false, false}};
+  for (uint64_t seed : ss) {
+    SeedOutcome o = run_seed(seed, {dev}, {{true, true}, others[seed % 3]}, &c, true, true);
+    if (!o.failure.empty()) report_failure(seed, o.failure, &shown, 1, "Property.Foreign*");
+  }
+  std::printf("[property/foreign] %d seeds (%d jit runs): items %zu, pruned %zu in %d seeds\n", c.seeds, c.configs_run, c.items, c.pruned_items,
+              c.pruned_seeds);
+  if (!single_seed() && ss.size() >= 100) {
+    EXPECT_GE(c.pruned_seeds, static_cast<int>(ss.size()) / 10);
+  }
 }
 
 // The same property with the step's values spread over two devices (ENCORE_TEST_DEVICE_SPLIT=pair:

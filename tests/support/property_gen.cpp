@@ -704,14 +704,14 @@ struct Lib {
   std::array<encore::Kernel, static_cast<size_t>(KId::count_)> k;
 };
 
-const Lib& lib_for(const encore::Device& dev) {
+const Lib& lib_for(const encore::Device& dev, bool foreign) {
   static std::mutex mu;
-  static std::map<encore::detail::DeviceImpl*, std::unique_ptr<Lib>> libs;
+  static std::map<std::pair<encore::detail::DeviceImpl*, bool>, std::unique_ptr<Lib>> libs;
   std::lock_guard<std::mutex> lock(mu);
-  auto& l = libs[dev.impl()];
+  auto& l = libs[{dev.impl(), foreign}];
   if (!l) {
     l = std::make_unique<Lib>();
-    l->prog = dev.compile(kSource);
+    l->prog = dev.compile(foreign ? foreign_source() : std::string(kSource));
     for (size_t i = 0; i < l->k.size(); ++i) l->k[i] = l->prog.kernel(kNames[i]);
   }
   return *l;
@@ -734,8 +734,8 @@ struct DevState {
 struct Devs {
   std::vector<encore::Device> dev;
   std::vector<const Lib*> lib;
-  explicit Devs(std::vector<encore::Device> d) : dev(std::move(d)) {
-    for (const encore::Device& x : dev) lib.push_back(&lib_for(x));
+  explicit Devs(std::vector<encore::Device> d, bool foreign = false) : dev(std::move(d)) {
+    for (const encore::Device& x : dev) lib.push_back(&lib_for(x, foreign));
   }
   const encore::Device& of(int d) const { return dev[static_cast<size_t>(d) % dev.size()]; }
   const Lib& lib_of(int d) const { return *lib[static_cast<size_t>(d) % lib.size()]; }
@@ -786,13 +786,20 @@ bool output_is_temp(const Prog& p, int v) {
 
 }  // namespace
 
-RunResult run_device(const Prog& p, const encore::Device& dev, const encore::JitOptions* jopt) {
-  return run_device(p, std::vector<encore::Device>{dev}, jopt);
+std::string foreign_source() {
+  std::string s = kSource;
+  const std::string from = "__global const ", to = "__global ";
+  for (size_t at; (at = s.find(from)) != std::string::npos;) s.replace(at, from.size(), to);
+  return s;
 }
 
-RunResult run_device(const Prog& p, const std::vector<encore::Device>& dev_list, const encore::JitOptions* jopt) {
+RunResult run_device(const Prog& p, const encore::Device& dev, const encore::JitOptions* jopt, bool foreign) {
+  return run_device(p, std::vector<encore::Device>{dev}, jopt, foreign);
+}
+
+RunResult run_device(const Prog& p, const std::vector<encore::Device>& dev_list, const encore::JitOptions* jopt, bool foreign) {
   RunResult res;
-  const Devs devs(dev_list);
+  const Devs devs(dev_list, foreign);
   DevState st;
   for (size_t s = 0; s < p.state_vals.size(); ++s) {
     const Value& v = p.values[static_cast<size_t>(p.state_vals[s])];
@@ -889,7 +896,7 @@ Prog pair_program(const Prog& p) {
 
 RunResult run_device_concat(const Prog& p, const encore::Device& dev, const encore::UnitOptions& opt) {
   RunResult res;
-  const Devs devs({dev});
+  const Devs devs({dev}, false);
   DevState st;
   for (size_t s = 0; s < p.state_vals.size(); ++s) {
     const Value& v = p.values[static_cast<size_t>(p.state_vals[s])];

@@ -134,10 +134,14 @@ struct RunResult {
 // First difference between two runs, "" when equal bit for bit.
 std::string compare(const Prog& p, const RunResult& expect, const RunResult& got, const char* expect_name, const char* got_name);
 
-// The step run on `dev`: jit == nullptr: every call eager; otherwise through a TinyJit with these options.
-RunResult run_device(const Prog& p, const encore::Device& dev, const encore::JitOptions* jit);
+// The step run on `dev`: jit == nullptr: every call eager; otherwise through a TinyJit with these
+// options. `foreign`: the kernels are built without `const` (as code written for plain OpenCL often
+// is), so their access comes from the reader's inference and the capture's access check.
+RunResult run_device(const Prog& p, const encore::Device& dev, const encore::JitOptions* jit, bool foreign = false);
 // The same over several devices: value device d runs on devs[d % devs.size()].
-RunResult run_device(const Prog& p, const std::vector<encore::Device>& devs, const encore::JitOptions* jit);
+RunResult run_device(const Prog& p, const std::vector<encore::Device>& devs, const encore::JitOptions* jit, bool foreign = false);
+// The kernel library as `foreign` runs build it: every `__global const` is `__global`.
+std::string foreign_source();
 // The kernels computed on the host.
 RunResult run_host(const Prog& p);
 
