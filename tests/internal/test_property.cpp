@@ -801,7 +801,7 @@ struct ForcedConcurrency {
   ~ForcedConcurrency() { encore::testing::force_concurrent = encore::testing::concurrent_reorder = false; }
 };
 
-void concurrent_property(bool reorder, const char* filter) {
+void concurrent_property(bool reorder, const char* filter, bool foreign = false) {
   encore::Device dev = cl_device();
   if (!dev) GTEST_SKIP() << "no OpenCL device";
   if (dev.impl()->open_lanes(2) < 2) GTEST_SKIP() << "the device has no second queue";
@@ -810,11 +810,11 @@ void concurrent_property(bool reorder, const char* filter) {
   std::vector<uint64_t> ss = seeds(300);
   int shown = 0;
   for (uint64_t seed : ss) {
-    SeedOutcome o = run_seed(seed, {dev}, {{true, true}, {false, false}}, nullptr, false);
+    SeedOutcome o = run_seed(seed, {dev}, {{true, true}, {false, false}}, nullptr, false, foreign);
     if (!o.failure.empty()) report_failure(seed, o.failure, &shown, 1, filter);
   }
   const uint64_t binds = encore::testing::concurrent_binds.load() - binds0;
-  std::printf("[property concurrent%s] %zu seeds, %llu binds replaying concurrently\n", reorder ? ", reordered" : "", ss.size(),
+  std::printf("[property concurrent%s%s] %zu seeds, %llu binds replaying concurrently\n", reorder ? ", reordered" : "", foreign ? ", without const" : "", ss.size(),
               static_cast<unsigned long long>(binds));
   // most generated steps have only kernels, fills and copies on one device (uploads keep the
   // in-order path): a good share of the seeds must have run concurrently
@@ -829,6 +829,12 @@ TEST(Property, ConcurrentReplayEqualsEager) { concurrent_property(false, "Proper
 // Deterministic: any order the lanes allow gives the step's results (how the lanes interleave is
 // the device's choice; this one is the most distant from the step's).
 TEST(Property, ReorderedConcurrentReplayEqualsEager) { concurrent_property(true, "Property.ReorderedConcurrentReplayEqualsEager"); }
+
+// The same with the kernels built without const: the dependencies between items come from the
+// reader's inferred access (an inferred in that is wrong would let a reader run beside its writer).
+TEST(Property, ReorderedConcurrentForeignEqualsEager) {
+  concurrent_property(true, "Property.ReorderedConcurrentForeignEqualsEager", true);
+}
 
 // Dropping one dependency edge (the last item that has one loses its first) under the reordered
 // replay changes bytes on some seed: the property run sees a missing edge.
