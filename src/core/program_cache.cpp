@@ -13,6 +13,7 @@
 #include <iostream>
 #include <random>
 #include <sstream>
+#include <string_view>
 
 #include "core/preprocessor.hpp"
 #include "core/program_cache.hpp"
@@ -38,11 +39,12 @@ struct Writer {
   void str(const std::string& s) { u64(s.size()); out += s; }
 };
 
+// Reads in[pos, end) in place: only what it returns as a string is copied.
 struct Reader {
   const std::string& in;
-  size_t pos = 0;
+  size_t pos = 0, end = 0;
   void need(size_t n) {
-    if (n > in.size() - pos) throw std::runtime_error("truncated");
+    if (n > end - pos) throw std::runtime_error("truncated");
   }
   uint8_t u8() { need(1); return static_cast<uint8_t>(in[pos++]); }
   uint64_t u64() {
@@ -52,13 +54,15 @@ struct Reader {
     pos += 8;
     return v;
   }
-  std::string str() {
+  // the next length-prefixed string, in place
+  std::string_view view() {
     uint64_t n = u64();
     need(n);
-    std::string s = in.substr(pos, n);
+    std::string_view s(in.data() + pos, n);
     pos += n;
     return s;
   }
+  std::string str() { return std::string(view()); }
 };
 }  // namespace
 
@@ -156,19 +160,23 @@ std::string hash_hex(const void* data, size_t n) {
 }
 
 std::optional<CacheEntry> cache_load(const std::string& path, const std::string& key_text) {
-  std::ifstream f(path, std::ios::binary);
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
   if (!f) return std::nullopt;  // a miss
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const std::string data = ss.str();
+  // read whole in one piece, and parsed in place: the binary (hundreds of KB) is copied once, into
+  // the entry (a warm start compiles from here)
+  std::string data;
   try {
+    const std::streamoff size = f.tellg();
+    if (size < 0) throw std::runtime_error("unreadable");
+    data.resize(static_cast<size_t>(size));
+    f.seekg(0);
+    if (!f.read(data.data(), size)) throw std::runtime_error("unreadable");
     if (data.size() < sizeof kMagic - 1 + 8 || data.compare(0, sizeof kMagic - 1, kMagic) != 0) throw std::runtime_error("bad header");
     uint64_t sum;
     std::memcpy(&sum, data.data() + data.size() - 8, 8);
     if (sum != fnv1a(data.data(), data.size() - 8)) throw std::runtime_error("checksum mismatch");
-    std::string body = data.substr(sizeof kMagic - 1, data.size() - 8 - (sizeof kMagic - 1));
-    Reader r{body};
-    if (r.str() != key_text) return std::nullopt;  // hash collision: a miss, not corruption
+    Reader r{data, sizeof kMagic - 1, data.size() - 8};
+    if (r.view() != key_text) return std::nullopt;  // hash collision: a miss, not corruption
     CacheEntry e;
     uint64_t nk = r.u64();
     if (nk > 100000) throw std::runtime_error("bad kernel count");
@@ -195,9 +203,9 @@ std::optional<CacheEntry> cache_load(const std::string& path, const std::string&
       }
       e.kernels.push_back(std::move(sig));
     }
-    std::string bin = r.str();
+    const std::string_view bin = r.view();
     e.binary.assign(bin.begin(), bin.end());
-    if (r.pos != body.size() || e.binary.empty()) throw std::runtime_error("trailing or missing data");
+    if (r.pos != r.end || e.binary.empty()) throw std::runtime_error("trailing or missing data");
     return e;
   } catch (const std::exception& ex) {
     log(LogLevel::warning, "program cache entry " + path + " is corrupt (" + ex.what() + "); recompiling");
