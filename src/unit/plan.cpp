@@ -250,7 +250,7 @@ void one_time_set(Plan& p, const std::vector<PruneItem>& pitems) {
       if (w.other != no_item && w.other != i) note += " [item " + std::to_string(w.other) + ": " + p.items[w.other].describe() + "]";
     } else {
       note += "for " + std::to_string(std::popcount(w.broken)) + " reasons:";
-      for (unsigned r = 1; r < 8; ++r)
+      for (unsigned r = 1; r <= static_cast<unsigned>(KeepReason::reads_kept_writer); ++r)
         if (w.broken & (1u << r)) note += std::string(" ") + describe(static_cast<KeepReason>(r)) + ";";
       note.pop_back();
     }

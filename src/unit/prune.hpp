@@ -32,7 +32,7 @@ enum class KeepReason : uint8_t {
   reads_own_output,   // (b) reads bytes it writes itself (read-modify-write)
   other_writer,       // (c) another item writes bytes it writes
   reads_later_write,  // (b) reads bytes that an item later in the step writes (loop-carried)
-  reads_kept_writer,  // (b) reads bytes written by an earlier item that is itself kept
+  reads_kept_writer,  // (b) reads bytes written by an earlier item that is itself kept (the last: ENCORE_DEBUG notes list up to it)
 };
 constexpr uint32_t no_item = UINT32_MAX;
 
