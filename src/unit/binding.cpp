@@ -12,7 +12,7 @@
 
 namespace encore::detail {
 
-Buffer entry_buffer(UnitImpl& u, uint32_t e, const Buffer& in) {
+const Buffer& entry_buffer(UnitImpl& u, uint32_t e, const Buffer& in) {
   const PlanEntry& pe = u.plan.entries[e];
   BufferImpl* cap = pe.captured.impl();
   return u.views[e].get(in, cap->dtype, pe.rel, cap->count);

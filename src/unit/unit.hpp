@@ -181,8 +181,9 @@ struct UnitImpl {
 
 // binding.cpp
 void bind_unit(UnitImpl& u);
-// The buffer entry `e` uses when its input slot is bound to `in`.
-Buffer entry_buffer(UnitImpl& u, uint32_t e, const Buffer& in);
+// The buffer entry `e` uses when its input slot is bound to `in`: `in` itself or the entry's view
+// of it (ViewCache::get), good until the entry's next call.
+const Buffer& entry_buffer(UnitImpl& u, uint32_t e, const Buffer& in);
 void point_entry(UnitImpl& u, uint32_t e, const Buffer& b);
 // Sets variable `slot` to `v`: every check (bounds of argument types, launch sizes) before any
 // change, so a failure leaves the unit as it was.

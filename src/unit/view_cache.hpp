@@ -15,8 +15,10 @@ struct ViewCache {
   static constexpr size_t kMax = 64;
   std::vector<std::pair<Buffer, Buffer>> slots;
   uint32_t next = 0;
-  // `in` itself when the place is all of it, else a cached or new view of it.
-  Buffer get(const Buffer& in, DType dtype, uint64_t rel, size_t count);
+  // `in` itself when the place is all of it, else a cached or new view of it: a reference to `in`
+  // or to this cache's copy, good until the next get() (no reference count touched on the replay
+  // path's common case, a whole buffer).
+  const Buffer& get(const Buffer& in, DType dtype, uint64_t rel, size_t count);
 };
 
 }  // namespace encore::detail
