@@ -339,6 +339,27 @@ TEST(TinyJitViews, ViewsOfInputsAreRebased) {
   }
 }
 
+// More distinct inputs than a view entry remembers (ViewCache::kMax, 64): the oldest views are
+// replaced, and the entry's buffer is the new view, never a stale one. 70 inputs, twice round.
+TEST(TinyJitViews, MoreInputsThanTheViewCacheHolds) {
+  NEED_CL();
+  Env& e = cl();
+  auto f = [&e](const Buffer& x) {
+    Buffer hi = x.view(32, 32);
+    Buffer lo = x.view(0, 32);
+    Buffer y = e.dev.alloc<float>(32);
+    e.dev.launch(e.add, {32}, {}, hi, lo, y);
+    return y;
+  };
+  TinyJit jit(f, JitOptions{});
+  std::vector<Buffer> xs;
+  for (int i = 0; i < 70; ++i) xs.push_back(make(e.dev, seq(64, 3.f * i, 0.5f)));
+  for (int call = 0; call < 140; ++call) {
+    const Buffer& x = xs[static_cast<size_t>(call % 70)];
+    ASSERT_EQ(get(jit(x)), get(f(x))) << "call " << call;
+  }
+}
+
 TEST(TinyJitViews, ViewInputsAtOtherOffsets) {
   NEED_CL();
   Env& e = cl();
