@@ -306,7 +306,7 @@ TEST(Property, EagerEqualsReplayAndHostReference) {
 
 // The same property with the kernels built without `const`, as code written for plain OpenCL often
 // is: every read-only parameter's access then comes from the reader's inference (and is checked on
-// the data at capture), so the one-time set, the plan and the results must come out exactly as
+// the data at capture), so the one-time set and the results must come out exactly as
 // with const (the structure check compares the one-time set with the reference's, which reads the
 // const kernels). 300 seeds, prune and plan on, and one other combination in turn.
 TEST(Property, ForeignKernelsWithoutConstEqualEagerAndHost) {

@@ -896,7 +896,7 @@ Prog pair_program(const Prog& p) {
 
 RunResult run_device_concat(const Prog& p, const encore::Device& dev, const encore::UnitOptions& opt) {
   RunResult res;
-  const Devs devs({dev}, false);
+  const Devs devs({dev});
   DevState st;
   for (size_t s = 0; s < p.state_vals.size(); ++s) {
     const Value& v = p.values[static_cast<size_t>(p.state_vals[s])];
