@@ -376,7 +376,10 @@ cl_kernel hand_kernel(const HandChain& base, const char* src, const char* name) 
 //             event of the group before the last), so replay and hand both pay the bound's waits;
 //   prebound  one kernel object per parity with its arguments set once (no clSetKernelArg);
 //   cmdbuf    one cl_khr_command_buffer per parity, recorded once (simultaneous use), enqueued
-//             every step; only on a device that offers it (PoCL 3.1 does).
+//             every step; only on a device that offers it (PoCL 3.1 does);
+//   spinning  the plain loop plus `spin_ns` of busy host work before each step's enqueue: set to
+//             what encore's TinyJit call costs on NULL in the same process (stencil_forms/3), so
+//             it shows what that much host time costs any loop on this device.
 struct StencilHand {
   HandChain base{1};  // its context and queue
   cl_kernel k = nullptr, pre[2] = {nullptr, nullptr};
@@ -456,6 +459,18 @@ struct StencilHand {
         e = nullptr;
       }
   }
+  void run_spinning(double spin_ns) {
+    const size_t gws[2] = {kGrid, kGrid}, lws[2] = {16, 16};
+    for (int i = 0; i < kSteps; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      while (std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() < spin_ns) {
+      }
+      CHECK(clSetKernelArg(k, 0, sizeof(cl_mem), &g[i % 2]));
+      CHECK(clSetKernelArg(k, 1, sizeof(cl_mem), &g[(i + 1) % 2]));
+      CHECK(clEnqueueNDRangeKernel(base.q, k, 2, nullptr, gws, lws, 0, nullptr, nullptr));
+    }
+    CHECK(clFinish(base.q));
+  }
   void run_prebound() {
     const size_t gws[2] = {kGrid, kGrid}, lws[2] = {16, 16};
     for (int i = 0; i < kSteps; ++i) CHECK(clEnqueueNDRangeKernel(base.q, pre[i % 2], 2, nullptr, gws, lws, 0, nullptr, nullptr));
@@ -504,9 +519,48 @@ void BM_stencil_paired(benchmark::State& state) {
   run_paired(state, replay, hand);
 }
 
+// The stencil's TinyJit call on NULL, its two input slots swapping every call: encore's own host cost
+// per call of the launch-bound loop above (signature, input binding, the aliasing check, the
+// replay), without PoCL's enqueue or the device.
+struct StencilNull {
+  encore::Device dev = encore::Device::open("NULL");
+  Stencil st{dev, dev.compile(kStencilSrc).kernel("stencil")};
+  encore::Buffer g[2] = {dev.alloc<float>(kGrid * kGrid), dev.alloc<float>(kGrid * kGrid)};
+  encore::TinyJit<Stencil> jit{st, encore::JitOptions{}};
+  int i = 0;
+  StencilNull() {
+    for (int w = 0; w < 4; ++w) call();  // warm-up, capture, replays
+  }
+  void call() {
+    jit(g[i % 2], g[(i + 1) % 2]);
+    ++i;
+  }
+  // ns per call: the median of 21 runs of 2000 calls
+  double per_call_ns() {
+    std::vector<double> t;
+    for (int r = 0; r < 21; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int n = 0; n < kSteps; ++n) call();
+      t.push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / kSteps);
+    }
+    return median_of(t);
+  }
+  static StencilNull& get() {
+    static StencilNull s;
+    return s;
+  }
+};
+
+void BM_stencil_null(benchmark::State& state) {
+  StencilNull& s = StencilNull::get();
+  for (auto _ : state) s.call();
+  s.dev.synchronize();
+}
+
 // range(0): the other loop beside the plain hand loop: 0 encore's replay with the default bound
-// against the hand loop with the same bound; 1 the prebound hand loop, 2 the command buffers, each
-// against the plain hand loop.
+// against the hand loop with the same bound; 1 the prebound hand loop, 2 the command buffers, 3 the
+// spinning hand loop (host work per step = the stencil's TinyJit call on NULL, measured first, in
+// the counter spin_ns), each against the plain hand loop.
 void BM_stencil_forms(benchmark::State& state) {
   StencilHand& h = StencilHand::get();
   h.start();
@@ -524,29 +578,19 @@ void BM_stencil_forms(benchmark::State& state) {
       auto pre = [&] { h.run_prebound(); };
       return run_paired(state, pre, plain);
     }
+    case 3: {
+      const double spin_ns = StencilNull::get().per_call_ns();
+      auto spinning = [&] { h.run_spinning(spin_ns); };
+      run_paired(state, spinning, plain);
+      state.counters["spin_ns"] = spin_ns;
+      return;
+    }
     default: {
       if (!h.enqueue_cb) return state.SkipWithError("no cl_khr_command_buffer on this device");
       auto cbuf = [&] { h.run_cmdbuf(); };
       return run_paired(state, cbuf, plain);
     }
   }
-}
-
-// The stencil's TinyJit call on NULL, its two input slots swapping every call: encore's own host cost
-// per call of the launch-bound loop above (signature, input binding, the aliasing check, the
-// replay), without PoCL's enqueue or the device.
-void BM_stencil_null(benchmark::State& state) {
-  static encore::Device dev = encore::Device::open("NULL");
-  static Stencil st{dev, dev.compile(kStencilSrc).kernel("stencil")};
-  static encore::Buffer g[2] = {dev.alloc<float>(kGrid * kGrid), dev.alloc<float>(kGrid * kGrid)};
-  static encore::TinyJit<Stencil> jit(st, encore::JitOptions{});
-  int i = 0;
-  for (int w = 0; w < 4; ++w, ++i) jit(g[i % 2], g[(i + 1) % 2]);  // warm-up, capture, replays
-  for (auto _ : state) {
-    jit(g[i % 2], g[(i + 1) % 2]);
-    ++i;
-  }
-  dev.synchronize();
 }
 
 // ---- independent chains: concurrent replay ---------------------------------------------------------
@@ -682,6 +726,8 @@ class SummaryReporter : public benchmark::ConsoleReporter {
         cpu_iter_s_[key].push_back(r.cpu_accumulated_time / static_cast<double>(r.iterations));
         if (auto c = r.counters.find("ratio"); c != r.counters.end()) ratios_[key].push_back(c->second.value);
         if (auto c = r.counters.find("host_ratio"); c != r.counters.end()) host_ratios_[key].push_back(c->second.value);
+      } else if (r.run_type == Run::RT_Aggregate) {
+        aggregates_seen_ = true;
       }
   }
   // median seconds per iteration (wall, or the calling thread's CPU time), or -1
@@ -693,6 +739,12 @@ class SummaryReporter : public benchmark::ConsoleReporter {
     return median_of(v);
   }
   void summary() const {
+    // the summary is built from every repetition's run, which the aggregates-only flags withhold
+    if (aggregates_seen_ && per_iter_s_.empty()) {
+      std::printf("\nno summary: it needs each repetition's run, and --benchmark_report_aggregates_only (or "
+                  "--benchmark_display_aggregates_only) passes only their aggregates\n");
+      return;
+    }
     std::printf("\nmedians per kernel (over %zu repetition(s))\n", reps());
     std::printf("wall time per kernel; host = CPU time of the enqueuing thread (what encore adds shows here: the\n"
                 "device's own time and other processes' load do not)\n");
@@ -723,7 +775,8 @@ class SummaryReporter : public benchmark::ConsoleReporter {
                     range(it->second).c_str(), range(host_ratios_.at(it->first)).c_str());
     for (auto [arg, what] : {std::pair{"0", "encore's replay (default bound) against the hand loop with the same bound"},
                              {"1", "the hand loop with prebound kernels (no clSetKernelArg) against the plain hand loop"},
-                             {"2", "the hand loop with command buffers (cl_khr_command_buffer) against the plain hand loop"}})
+                             {"2", "the hand loop with command buffers (cl_khr_command_buffer) against the plain hand loop"},
+                             {"3", "the hand loop plus the TinyJit call's NULL time of host work per step against the plain hand loop"}})
       if (auto it = ratios_.find(std::string("stencil_forms/") + arg); it != ratios_.end())
         std::printf("launch-bound stencil, %s: %s, host %s\n", what, range(it->second).c_str(), range(host_ratios_.at(it->first)).c_str());
     for (const char* reps : {"1", "128"})
@@ -768,6 +821,7 @@ class SummaryReporter : public benchmark::ConsoleReporter {
     return b;
   }
   std::map<std::string, std::vector<double>> per_iter_s_, cpu_iter_s_, ratios_, host_ratios_;
+  bool aggregates_seen_ = false;  // some benchmark reported aggregates (its repetitions' runs may be withheld)
 };
 
 }  // namespace
@@ -793,7 +847,7 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark("stencil_replay", BM_stencil_replay)->Arg(-1)->Arg(3)->Arg(0)->UseRealTime();
     benchmark::RegisterBenchmark("stencil_hand", BM_stencil_hand)->UseRealTime();
     benchmark::RegisterBenchmark("stencil_paired", BM_stencil_paired)->Arg(-1)->Arg(0)->UseRealTime();
-    benchmark::RegisterBenchmark("stencil_forms", BM_stencil_forms)->Arg(0)->Arg(1)->Arg(2)->UseRealTime();
+    benchmark::RegisterBenchmark("stencil_forms", BM_stencil_forms)->Arg(0)->Arg(1)->Arg(2)->Arg(3)->UseRealTime();
     benchmark::RegisterBenchmark("wide_paired", BM_wide_paired)->Args({1, 1})->Args({0, 1})->Args({1, 128})->Args({0, 128})->UseRealTime();
   }
   benchmark::Initialize(&argc, argv);
