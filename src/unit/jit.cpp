@@ -296,7 +296,7 @@ void JitCore::check_and_bind() {
     throw JitError("TinyJit: the capture had " + std::to_string(unit_.num_host_inputs()) + " host span arguments, this call passes " +
                    std::to_string(args_.hosts.size()));
   for (size_t i = 0; i < args_.hosts.size(); ++i) unit_.bind_host_input(i, args_.hosts[i].data, args_.hosts[i].bytes());
-  for (size_t i = 0; i < args_.buffers.size(); ++i) unit_.bind_input(i, args_.buffers[i]);
+  take_inputs(unit_, args_.buffers);  // moved in: this call's arguments are not read again
   for (size_t i = 0; i < args_.vars.size(); ++i) {
     int64_t slot = s_->var_slot[i];
     if (slot < 0) continue;

@@ -231,6 +231,8 @@ struct UnitMark {
 
 // Verify mode's query: storages the unit touches that outlive a call and are not inputs.
 std::vector<Buffer> unit_state_storages(const ExecutionUnit& unit);
+// TinyJit's input binding: every slot as bind_input, the buffers moved in (execution_unit.cpp).
+void take_inputs(ExecutionUnit& unit, std::vector<Buffer>& ins);
 
 struct UnitAccess {
   static ExecutionUnit wrap(std::unique_ptr<UnitImpl> p);

@@ -32,6 +32,22 @@ auto basic_step(Env& e) {
   };
 }
 
+// One unit only: a call with other inputs is a JitError, not a new signature's unit.
+JitOptions one_unit() {
+  JitOptions o;
+  o.max_units = 1;
+  return o;
+}
+
+// y = a + b, a new buffer: a step of two inputs.
+auto add_step(Env& e) {
+  return [&e](const Buffer& a, const Buffer& b) {
+    Buffer y = e.dev.alloc<float>(a.count());
+    e.dev.launch(e.add, {y.count()}, {}, a, b, y);
+    return y;
+  };
+}
+
 // A decode loop of `calls` calls, each feeding the previous call's output back as the input: through
 // the jit from xj and eagerly through f from xe; replay must equal eager every call (and, with
 // check_inputs, the inputs must stay equal too). before(call) runs first in each call.
@@ -116,9 +132,7 @@ TEST_P(TinyJitValidation, WrongNumberOfInputs) {
     e.dev.launch(e.add, {y.count()}, {}, xs[0], xs[1], y);
     return y;
   };
-  JitOptions strict;
-  strict.max_units = 1;  // other inputs are an error here, not a unit of their own (test_signatures.cpp)
-  TinyJit jit(f, strict);
+  TinyJit jit(f, one_unit());  // other inputs are an error here, not a unit of their own (test_signatures.cpp)
   Buffer a = make(e.dev, seq(16, 1.f)), b = make(e.dev, seq(16, 5.f)), c = make(e.dev, seq(16, 9.f));
   jit(std::vector<Buffer>{a, b});
   jit(std::vector<Buffer>{a, b});
@@ -131,9 +145,7 @@ TEST_P(TinyJitValidation, WrongNumberOfInputs) {
 TEST_P(TinyJitValidation, WrongDtypeCountDevice) {
   Env& e = env();
   auto f = basic_step(e);
-  JitOptions strict;
-  strict.max_units = 1;  // other inputs are an error here, not a unit of their own (test_signatures.cpp)
-  TinyJit jit(f, strict);
+  TinyJit jit(f, one_unit());  // other inputs are an error here, not a unit of their own (test_signatures.cpp)
   Buffer x = make(e.dev, seq(32, 1.f));
   jit(x);
   jit(x);
@@ -153,13 +165,26 @@ TEST_P(TinyJitValidation, WrongDtypeCountDevice) {
   expect_same(e, jit(x), f(x));
 }
 
+// A call refused at its second input after its first changed: the first stays bound (as with
+// ExecutionUnit::bind_input), and the next calls replay their own inputs, equal to eager.
+TEST_P(TinyJitValidation, ARefusedSecondInputAfterTheFirstChanged) {
+  Env& e = env();
+  auto f = add_step(e);
+  TinyJit jit(f, one_unit());  // other inputs are an error here, not a unit of their own (test_signatures.cpp)
+  Buffer a = make(e.dev, seq(16, 1.f)), b = make(e.dev, seq(16, 5.f)), c = make(e.dev, seq(16, 9.f));
+  jit(a, b);
+  jit(a, b);
+  Buffer as_int = e.dev.alloc<int32_t>(16);
+  expect_jit_error([&] { jit(c, as_int); }, {"input 1", "captured f32[16]", "given i32[16]", "dtype"});
+  expect_same(e, jit(c, b), f(c, b));
+  expect_jit_error([&] { jit(b, as_int); }, {"input 1", "dtype"});
+  expect_same(e, jit(a, c), f(a, c));
+  expect_same(e, jit(c, a), f(c, a));
+}
+
 TEST_P(TinyJitValidation, OneBufferInTwoSlotsWhereCaptureHadTwo) {
   Env& e = env();
-  auto f = [&e](const Buffer& a, const Buffer& b) {
-    Buffer y = e.dev.alloc<float>(a.count());
-    e.dev.launch(e.add, {y.count()}, {}, a, b, y);
-    return y;
-  };
+  auto f = add_step(e);
   JitOptions strict;
   strict.max_units = 1;  // a view is another signature otherwise (a unit of its own, run eagerly first)
   TinyJit jit(f, strict);
@@ -176,11 +201,7 @@ TEST_P(TinyJitValidation, OneBufferInTwoSlotsWhereCaptureHadTwo) {
 
 TEST_P(TinyJitValidation, TwoBuffersWhereCaptureHadOne) {
   Env& e = env();
-  auto f = [&e](const Buffer& a, const Buffer& b) {
-    Buffer y = e.dev.alloc<float>(a.count());
-    e.dev.launch(e.add, {y.count()}, {}, a, b, y);
-    return y;
-  };
+  auto f = add_step(e);
   TinyJit jit(f, JitOptions{});
   Buffer a = make(e.dev, seq(16, 1.f)), b = make(e.dev, seq(16, 100.f));
   jit(a, a);

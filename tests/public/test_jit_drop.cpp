@@ -100,4 +100,38 @@ TEST_P(JitDrop, FromInsideItsOwnStepIsAnError) {
   expect_jit_error([&] { jit(x); }, {"drop a unit", "inside its own step"});
 }
 
+// A replayed call's input buffers are held by its unit until a later call replaces them, and no
+// longer: the call that binds new inputs lets the replaced ones go (the jit binds a call's inputs
+// by moving its handles in and the replaced ones out, then letting those go).
+TEST_P(JitDrop, AReplacedInputIsLetGoByTheCallThatReplacesIt) {
+  Env& e = env();
+  TinyJit jit([&](Buffer x, Buffer y) { e.dev.launch(e.axpb, {x.count()}, {}, x, y, 2.f, 1.f); }, on());
+  Buffer a = make(e.dev, seq(64, 1.f)), b = e.dev.alloc<float>(64);
+  jit(a, b);
+  jit(b, a);  // warm-up, capture: their buffers stay the unit's captured inputs
+  std::weak_ptr<encore::detail::BufferImpl> pw, qw;
+  {
+    Buffer p = make(e.dev, seq(64, 2.f)), q = e.dev.alloc<float>(64);
+    pw = p.shared_impl();
+    qw = q.shared_impl();
+    ASSERT_TRUE(jit.next_call_replays(p, q));
+    jit(p, q);
+    if (!e.dev.is_null()) {
+      EXPECT_EQ(get(q)[5], 2.f * 7.f + 1.f);
+    }
+  }
+  EXPECT_FALSE(pw.expired()) << "the unit holds the inputs of its last call";
+  EXPECT_FALSE(qw.expired());
+  Buffer r = make(e.dev, seq(64, 3.f)), s = e.dev.alloc<float>(64);
+  jit(r, s);
+  EXPECT_TRUE(pw.expired()) << "the call that replaces an input lets the old one go";
+  EXPECT_TRUE(qw.expired());
+  jit(s, r);  // the same two buffers, slots swapped: each moves to the other slot
+  if (!e.dev.is_null()) {
+    EXPECT_EQ(get(s)[5], 2.f * 8.f + 1.f);
+    EXPECT_EQ(get(r)[5], 2.f * get(s)[5] + 1.f);
+  }
+  EXPECT_EQ(jit.calls(), 5u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, JitDrop, ::testing::Values("NULL", "CL"));
