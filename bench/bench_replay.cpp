@@ -429,17 +429,18 @@ struct StencilHand {
     std::vector<float> h = stencil_init();
     CHECK(clEnqueueWriteBuffer(base.q, g[0], CL_TRUE, 0, h.size() * sizeof(float), h.data(), 0, nullptr, nullptr));
   }
-  void run() {
+  // step i of the plain loop: its two arguments set, its launch enqueued (with an event into `ev`)
+  void step(int i, cl_event* ev = nullptr) {
     const size_t gws[2] = {kGrid, kGrid}, lws[2] = {16, 16};
-    for (int i = 0; i < kSteps; ++i) {
-      CHECK(clSetKernelArg(k, 0, sizeof(cl_mem), &g[i % 2]));
-      CHECK(clSetKernelArg(k, 1, sizeof(cl_mem), &g[(i + 1) % 2]));
-      CHECK(clEnqueueNDRangeKernel(base.q, k, 2, nullptr, gws, lws, 0, nullptr, nullptr));
-    }
+    CHECK(clSetKernelArg(k, 0, sizeof(cl_mem), &g[i % 2]));
+    CHECK(clSetKernelArg(k, 1, sizeof(cl_mem), &g[(i + 1) % 2]));
+    CHECK(clEnqueueNDRangeKernel(base.q, k, 2, nullptr, gws, lws, 0, nullptr, ev));
+  }
+  void run() {
+    for (int i = 0; i < kSteps; ++i) step(i);
     CHECK(clFinish(base.q));
   }
   void run_bounded() {
-    const size_t gws[2] = {kGrid, kGrid}, lws[2] = {16, 16};
     constexpr int kGroup = 32;
     for (int i = 0; i < kSteps; ++i) {
       const int group = (i / kGroup) % 2;
@@ -448,9 +449,7 @@ struct StencilHand {
         CHECK(clReleaseEvent(ends[group]));
         ends[group] = nullptr;
       }
-      CHECK(clSetKernelArg(k, 0, sizeof(cl_mem), &g[i % 2]));
-      CHECK(clSetKernelArg(k, 1, sizeof(cl_mem), &g[(i + 1) % 2]));
-      CHECK(clEnqueueNDRangeKernel(base.q, k, 2, nullptr, gws, lws, 0, nullptr, i % kGroup == kGroup - 1 ? &ends[group] : nullptr));
+      step(i, i % kGroup == kGroup - 1 ? &ends[group] : nullptr);
     }
     CHECK(clFinish(base.q));
     for (cl_event& e : ends)
@@ -460,14 +459,11 @@ struct StencilHand {
       }
   }
   void run_spinning(double spin_ns) {
-    const size_t gws[2] = {kGrid, kGrid}, lws[2] = {16, 16};
     for (int i = 0; i < kSteps; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
       while (std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() < spin_ns) {
       }
-      CHECK(clSetKernelArg(k, 0, sizeof(cl_mem), &g[i % 2]));
-      CHECK(clSetKernelArg(k, 1, sizeof(cl_mem), &g[(i + 1) % 2]));
-      CHECK(clEnqueueNDRangeKernel(base.q, k, 2, nullptr, gws, lws, 0, nullptr, nullptr));
+      step(i);
     }
     CHECK(clFinish(base.q));
   }

@@ -230,7 +230,7 @@ void bind_at(UnitImpl& u, const ExecutionUnit& unit, const BoundVar& bv) {
 // slot by slot, under one mark. A buffer that changes its slot is moved in, and the slot's old
 // buffer moved out into `ins`; `ins` is then cleared (nothing reads the call's copies after this).
 // Copying in and releasing the call's copy at the next call cost two atomic reference-count
-// updates per slot: the stencil's call on NULL (two slots swapping) went from 146-150 to 117-120
+// updates per slot: the stencil's call on NULL (two slots swapping) went from 145-150 to 117-120
 // ns. On an error, the slots before the failing one stay bound, as with bind_input.
 void detail::take_inputs(ExecutionUnit& unit, std::vector<Buffer>& ins) {
   UnitImpl& u = UnitImpl::of(unit);
