@@ -27,6 +27,7 @@
 #include <ctime>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -553,6 +554,24 @@ void BM_stencil_null(benchmark::State& state) {
   s.dev.synchronize();
 }
 
+// The same call with range(0) KiB of memory written between two calls, and only the call timed: on
+// PoCL the enqueue and the device's workers evict the call's data between two steps, so this is the
+// call as a real device's loop pays it (what it reads, in how many cache lines, more than how many
+// instructions it runs).
+void BM_stencil_null_cold(benchmark::State& state) {
+  StencilNull& s = StencilNull::get();
+  std::vector<char> sweep(static_cast<size_t>(state.range(0)) * 1024);
+  char n = 0;
+  for (auto _ : state) {
+    std::memset(sweep.data(), ++n, sweep.size());
+    benchmark::ClobberMemory();
+    const auto t0 = std::chrono::steady_clock::now();
+    s.call();
+    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  s.dev.synchronize();
+}
+
 // range(0): the other loop beside the plain hand loop: 0 encore's replay with the default bound
 // against the hand loop with the same bound; 1 the prebound hand loop, 2 the command buffers, 3 the
 // spinning hand loop (host work per step = the stencil's TinyJit call on NULL, measured first, in
@@ -755,6 +774,9 @@ class SummaryReporter : public benchmark::ConsoleReporter {
     if (double sn = median("stencil_null"); sn > 0)
       std::printf("NULL, the stencil's TinyJit call (two input slots swapping each call): %s per call (host %s)\n", fmt(sn * 1e9, " ns").c_str(),
                   fmt(median("stencil_null", true) * 1e9, " ns").c_str());
+    for (const char* kib : {"0", "64", "1024"})
+      if (double sc = median(std::string("stencil_null_cold/") + kib); sc > 0)
+        std::printf("NULL, the same call after %s KiB of memory written, the call alone timed: %s\n", kib, fmt(sc * 1e9, " ns").c_str());
     if (double one = median("signatures/1"); one > 0)
       for (const char* s : {"2", "8"})
         if (double many = median(std::string("signatures/") + s); many > 0)
@@ -839,6 +861,7 @@ int main(int argc, char** argv) {
   }
   benchmark::RegisterBenchmark("signatures", BM_signatures)->Arg(1)->Arg(2)->Arg(8);
   benchmark::RegisterBenchmark("stencil_null", BM_stencil_null)->UseRealTime();
+  benchmark::RegisterBenchmark("stencil_null_cold", BM_stencil_null_cold)->Arg(0)->Arg(64)->Arg(1024)->UseManualTime();
   if (have_cl) {
     benchmark::RegisterBenchmark("stencil_replay", BM_stencil_replay)->Arg(-1)->Arg(3)->Arg(0)->UseRealTime();
     benchmark::RegisterBenchmark("stencil_hand", BM_stencil_hand)->UseRealTime();

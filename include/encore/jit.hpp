@@ -88,6 +88,7 @@
 // Events: a call is ordinary work on its device's queue: dev.wait_for(events) before it orders it
 // after an engine's work, dev.marker() after it is its completion (ExecutionUnit::run does both).
 #include <functional>
+#include <optional>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -118,10 +119,15 @@ template <class F> class TinyJit {
     args_.clear();
     (detail::flatten(args_, a), ...);
     // eager runs of this call see this call's BoundVars, and only those (a Variable the call was
-    // not passed is a JitError: replay could not see it)
-    BindingScope scope(args_.vars, true);
-    if (!units_.options().enabled || detail::JitCore::capture_active()) return std::invoke(fn_, std::forward<A>(a)...);
-    detail::JitCore& core = units_.select(args_);
+    // not passed is a JitError: replay could not see it). A replay opens that scope only where it
+    // runs code of the user's (call()): the scope is a thread-local, and from a shared library its
+    // lookups (__tls_get_addr) were 7 of the ~100 cache lines a replayed call touched after memory
+    // was swept between calls (bench-replay stencil_null_cold under cachegrind).
+    if (!units_.options().enabled || detail::JitCore::capture_active()) {
+      BindingScope scope(args_.vars, true);
+      return std::invoke(fn_, std::forward<A>(a)...);
+    }
+    detail::JitCore& core = units_.select(args_);  // this call's arguments are core.args() from here
     if constexpr (std::is_void_v<R>) call<R>(core, std::forward<A>(a)...);
     else return call<R>(core, std::forward<A>(a)...);
   }
@@ -178,6 +184,8 @@ template <class F> class TinyJit {
   }
 
   template <class R, class... A> R call(detail::JitCore& core, A&&... a) {
+    std::optional<BindingScope> scope;
+    if (core.calls() < 2 || core.replay_runs_host_code() || core.verify_pending()) scope.emplace(core.args().vars, true);
     if (core.calls() == 0) return warm_up<R>(core, std::forward<A>(a)...);
     if (core.calls() == 1) return capture<R>(core, std::forward<A>(a)...);
     core.check_and_bind();

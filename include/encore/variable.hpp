@@ -16,7 +16,8 @@
 //   t.bind(i); jit(x);          // JitError if the step launches with t
 //   jit(x, t.bind(i));          // eager and replay both see i
 // Reading value() on the host inside the step is not checked (it is host code: frozen at capture
-// like any host value).
+// like any host value). Code of yours that runs again at each replay (a native call's function, a
+// host item's) reads that call's BoundVars with value() as eager code does.
 // A value bound on one thread never reaches another thread's work, so threads may share one
 // Variable and bind it concurrently. An ExecutionUnit keeps its own values (bind_var / update).
 #include <concepts>

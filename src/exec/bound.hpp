@@ -157,36 +157,38 @@ struct ConcurrentOrder {
 // Device objects for one plan. Replayed items come first in `items` (step order, with the finish
 // items of split-phase calls where plan.sync places them), then one-time items (step order).
 struct Binding {
-  std::vector<Buffer> arenas;
-  std::vector<Buffer> current;                  // per entry
-  std::vector<std::vector<OperandUse>> uses;    // per entry: the bound operands that point at it
-  std::vector<uint8_t> takes_handle;            // per entry: some use takes its kernel-argument handle
+  std::vector<Buffer> arenas;  // first: destroyed last, after the entries' buffers that may be views of them
+  // What every replay reads, first and together (see Plan in src/unit/unit.hpp: between two calls
+  // of a launch-bound loop the device's work evicts them, and each cache line is a miss).
   std::vector<BoundItem> items;
-  Payloads payloads;                            // the items' per-kind data
-  uint32_t n_replay = 0;
-  std::vector<std::vector<VarUse>> var_args;    // per variable: kernel arguments
-  std::vector<std::vector<SizeUse>> var_sizes;  // per variable: launches whose sizes use it
+  std::vector<Buffer> current;                  // per entry
   std::vector<HostArg> host_args;               // by-value arguments from host inputs
-  std::vector<std::unique_ptr<unsigned char[]>> staging;
-  std::vector<NativeMem*> native_mems;          // native items' buffers (sized once: items point into it)
   std::vector<BufferImpl*> written_roots;       // bumped after each replay (fixed and planned storages)
   std::vector<uint32_t> written_entries;        // input entries written (their storage follows the inputs)
-  // cross-device order (plan.sync): this replay's events by slot, and a buffer to gather wait lists
-  std::vector<uint32_t> wait_slots;
-  SyncEvents events;
-  std::vector<NativeEvent*> gather;
   // split-phase calls: their begin items (bound indexes), and which this replay began and has not
   // finished (a replay that fails cancels those)
   std::vector<uint32_t> splits;
-  std::vector<uint8_t> open;
   // where this replay's completion goes ([device]) while the kernels marked ends_device take their
   // own events as it; null: this replay takes no event, or markers after it instead
   OwnedEvent* end_events = nullptr;
+  uint32_t n_replay = 0;
   uint32_t first_end = 0;  // the first bound item marked ends_device (n_replay: none)
   // this replay's place in the in-flight bound (InFlight::Turn::place): the staging copy its host
   // uploads use, whose previous user has completed
   uint32_t place = 0;
-  ConcurrentOrder conc;
+  ConcurrentOrder conc;                         // its first member, `on`, read by every replay
+  std::vector<uint8_t> open;
+  std::vector<std::vector<OperandUse>> uses;    // per entry: the bound operands that point at it
+  std::vector<uint8_t> takes_handle;            // per entry: some use takes its kernel-argument handle
+  Payloads payloads;                            // the items' per-kind data
+  std::vector<std::vector<VarUse>> var_args;    // per variable: kernel arguments
+  std::vector<std::vector<SizeUse>> var_sizes;  // per variable: launches whose sizes use it
+  std::vector<std::unique_ptr<unsigned char[]>> staging;
+  std::vector<NativeMem*> native_mems;          // native items' buffers (sized once: items point into it)
+  // cross-device order (plan.sync): this replay's events by slot, and a buffer to gather wait lists
+  std::vector<uint32_t> wait_slots;
+  SyncEvents events;
+  std::vector<NativeEvent*> gather;
 };
 
 // This replay's events at `slots`, gathered into one array (null where an item did not run).

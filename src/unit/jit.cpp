@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "core/env.hpp"
+#include "exec/kind.hpp"
 #include "unit/capture_check.hpp"
 #include "unit/unit.hpp"
 #include "core/recorder.hpp"
@@ -233,6 +234,8 @@ void JitCore::end_capture(const std::vector<Buffer>& outs) {
     }
   };
   unit_ = CaptureAccess::end(*cap, &check);
+  const Plan& plan = UnitImpl::of(unit_).plan;
+  host_code_ = plan.flow || std::any_of(plan.items.begin(), plan.items.end(), [](const ExecItem& it) { return kind_of(it).opaque; });
   s_->outputs = outs;
   s_->out_src.assign(outs.size(), {});
   input_outputs_ = false;

@@ -78,15 +78,23 @@ struct Plan {
   UnitOptions opt;
   bool flow = false;            // some host, branch or loop item: replayed by run_flow (flow_replay.cpp)
   bool flow_tail = false;       // ... and its last replayed item is a plain item at top level (its event may end a replay)
+  // What every replay and every input check reads, first and together: between two calls of a
+  // launch-bound loop the device's work evicts them, and each cache line costs the next call a miss
+  // (stencil_null_cold in bench-replay). sync's first member is its `slots`.
+  std::vector<std::shared_ptr<DeviceImpl>> devices;
+  std::vector<std::vector<uint32_t>> slot_entries; // per input slot: its entries
+  std::vector<std::vector<uint8_t>> captured_overlap;  // [i][j]: captured inputs i and j overlap
+  std::vector<uint64_t> capture_ids;               // the captures its items come from (BufferImpl::capture_id)
+  std::vector<BufferImpl*> fresh_output_roots;     // outputs created during the capture
+  std::vector<BufferImpl*> internal;               // roots created in the capture that nothing outside refers to
+  CrossSync sync;
+  std::vector<bool> slot_written;
   std::vector<ExecItem> items;  // as captured, planned temps replaced by placeholders
   std::vector<PlanStep> steps;  // per item
   std::vector<bool> one_time;
   std::vector<PlanEntry> entries;
   std::vector<std::vector<ItemAccess>> access;     // per item: the entries it reads and writes
   std::vector<Buffer> inputs, outputs;            // captured
-  std::vector<std::vector<uint32_t>> slot_entries; // per input slot: its entries
-  std::vector<std::vector<uint8_t>> captured_overlap;  // [i][j]: captured inputs i and j overlap
-  std::vector<bool> slot_written;
   std::vector<Variable> vars;                      // in order of first use
   std::vector<VarValue> var_init;                  // their values at capture
   std::vector<SizeProgram> size_exprs;             // launch sizes that are not affine (SizeRef::expr)
@@ -95,11 +103,6 @@ struct Plan {
     uint64_t bytes = 0;
   };
   std::vector<Arena> arenas;
-  std::vector<BufferImpl*> internal;               // roots created in the capture that nothing outside refers to
-  std::vector<BufferImpl*> fresh_output_roots;     // outputs created during the capture
-  std::vector<uint64_t> capture_ids;               // the captures its items come from (BufferImpl::capture_id)
-  std::vector<std::shared_ptr<DeviceImpl>> devices;
-  CrossSync sync;
   ItemDeps deps;
   std::vector<std::string> keep_notes;             // ENCORE_DEBUG=1: why items that look one-time are kept
   UnitStats stats;
@@ -144,38 +147,39 @@ struct ArenaPool {
 struct CallRecord;
 struct UnitImpl {
   static UnitImpl& of(const ExecutionUnit& u);
-  Plan plan;
-  // An explicit Capture's items in the capture check's compact form, for the next capture of the
-  // same step to compare with (Capture::check_against); null for TinyJit's and concatenated units.
-  std::shared_ptr<const CallRecord> recorded;
+  Plan plan;  // first: destroyed last, so the devices outlive the binding and the events below
+  // What every call reads (run_unit, check_inputs, a TinyJit's binding), together, as in Plan.
+  // The thread using the unit now (none: a default id): inside run_unit, or inside a call that binds
+  // or frees it. Taken by one compare-exchange (UnitMark), so a second thread is refused, and so are
+  // the unit's own calls from a native item of its replay
+  std::atomic<std::thread::id> replaying_on{};
   std::unique_ptr<Binding> bound;  // null until bound, and after free_intermediates
-  // what persists across rebinding
-  std::vector<Buffer> inputs;            // bound now, per slot
-  std::vector<ViewCache> views;          // per entry: views of recent inputs
-  std::vector<uint32_t> changed_slots;   // bound since the last aliasing check
-  std::vector<uint8_t> slot_changed;
-  std::vector<Buffer> alias_copy;        // per slot: private copy of an input that is this unit's own fresh output
-  std::vector<uint8_t> copied;           // per slot: replay reads alias_copy (taken first) instead of the input
-  std::vector<VarValue> vars;
-  std::vector<std::pair<BufferImpl*, uint64_t>> once_versions;  // what one-time items read or write
-  std::vector<uint32_t> once_written;    // indexes into once_versions of the storages they write
+  std::shared_ptr<ArenaPool> arena_pool; // a TinyJit's shared arenas (null: arenas of its own)
+  uint64_t arena_gen = 0;                // the pool's generation when bound
+  bool rebind = false;                   // a host item's set failed part way: bind afresh before the next run
   bool versions_taken = false;           // at the first bind: later binds must still see writes since
   // CaptureOptions::record_only: the one-time items never ran, so the first run runs them (their
   // versions are taken as changed)
   bool once_unrun = false;
-  InFlight flight;                       // the bound on replays in flight (in_flight.hpp)
-  // the thread using the unit now (none: a default id): inside run_unit, or inside a call that binds
-  // or frees it. Taken by one compare-exchange (UnitMark), so a second thread is refused, and so are
-  // the unit's own calls from a native item of its replay
-  std::atomic<std::thread::id> replaying_on{};
-  std::shared_ptr<ArenaPool> arena_pool; // a TinyJit's shared arenas (null: arenas of its own)
-  std::vector<Device> device_handles;    // plan.devices as public handles (ExecutionUnit::devices)
-  // host inputs, per slot: the capture's bytes (uploaded until a slot is bound) and the bytes the
-  // next run uploads from (bind_host_input; the size is the capture's)
-  std::vector<std::vector<unsigned char>> host_captured;
+  // what persists across rebinding
+  std::vector<uint32_t> changed_slots;   // bound since the last aliasing check
+  std::vector<uint8_t> slot_changed;
+  std::vector<uint8_t> copied;           // per slot: replay reads alias_copy (taken first) instead of the input
+  std::vector<Buffer> inputs;            // bound now, per slot
+  std::vector<ViewCache> views;          // per entry: views of recent inputs
+  // host inputs, per slot: the bytes the next run uploads from (bind_host_input; the size is the
+  // capture's), and the capture's bytes (uploaded until a slot is bound)
   std::vector<const unsigned char*> host_now;
-  uint64_t arena_gen = 0;                // the pool's generation when bound
-  bool rebind = false;                   // a host item's set failed part way: bind afresh before the next run
+  std::vector<std::pair<BufferImpl*, uint64_t>> once_versions;  // what one-time items read or write
+  std::vector<uint32_t> once_written;    // indexes into once_versions of the storages they write
+  InFlight flight;                       // the bound on replays in flight (in_flight.hpp)
+  std::vector<std::vector<unsigned char>> host_captured;
+  std::vector<Buffer> alias_copy;        // per slot: private copy of an input that is this unit's own fresh output
+  std::vector<VarValue> vars;
+  // An explicit Capture's items in the capture check's compact form, for the next capture of the
+  // same step to compare with (Capture::check_against); null for TinyJit's and concatenated units.
+  std::shared_ptr<const CallRecord> recorded;
+  std::vector<Device> device_handles;    // plan.devices as public handles (ExecutionUnit::devices)
   ~UnitImpl();  // settles the replays in flight first (InFlight::settle): they read its memory
 };
 

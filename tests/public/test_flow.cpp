@@ -175,6 +175,43 @@ TEST(Flow, AHostValueOutOfBoundsStopsTheReplayCleanly) {
   EXPECT_EQ(get(jit(x)), get(step(x)));
 }
 
+// A host function's own code runs at every replay: a Variable it reads with value() there has the
+// value this call was passed (the call's binding is open during its replay), not the thread's last
+// bind(). Fails if a replay of a step with host code ran without the call's BindingScope.
+TEST(Flow, AHostFunctionReadsTheCallsVariableValueOnReplay) {
+  NEED_CL();
+  Flow& f = cl_flow();
+  Device dev = f.dev;
+  Variable k{"k", 0, 100}, lim{"lim", 0, 200};
+  Buffer cnt = dev.alloc<int32_t>(1);
+  std::vector<int64_t> seen;
+  auto step = [&](Buffer x, BoundVar) {
+    Buffer y = dev.alloc<float>(n);
+    dev.fill(y, 0.0f);
+    dev.launch(f.count, {1}, {}, x, cnt, n);
+    dev.host({cnt}, {lim}, [&seen, k, lim](HostCtx& c) {
+      seen.push_back(k.value());
+      c.set(lim, c.read<int32_t>(0) + k.value());
+    }, "reads_k");
+    dev.launch(f.mark, {lim}, {}, y, 1.0f);
+    return y;
+  };
+  TinyJit jit(step);
+  std::vector<BoundVar> bound;
+  for (int i = 0; i < 6; ++i) bound.push_back(k.bind(10 + i));  // this thread's last bind() is 15 from here
+  Buffer x = make(dev, data(3, n, -1.f, 0.5f));
+  for (int i = 0; i < 2; ++i) jit(x, bound[static_cast<size_t>(i)]);  // warm-up, capture
+  ASSERT_TRUE(jit.next_call_replays(x, bound[2]));
+  seen.clear();
+  std::vector<std::vector<float>> got;
+  for (size_t i = 2; i < 6; ++i) got.push_back(get(jit(x, bound[i])));
+  EXPECT_EQ(seen, (std::vector<int64_t>{12, 13, 14, 15}));
+  for (size_t i = 2; i < 6; ++i) {
+    BindingScope scope({&bound[i], 1}, true);  // eager, as inside a call passed bound[i]
+    EXPECT_EQ(got[i - 2], get(step(x, bound[i]))) << "call " << i;
+  }
+}
+
 // A host function that throws: the replay stops there, the exception reaches the caller, and the
 // next replay is whole and right.
 TEST(Flow, AHostFunctionThatThrowsLeavesTheUnitUsable) {

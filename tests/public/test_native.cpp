@@ -87,6 +87,37 @@ TEST(Native, StatedAccessIsRequired) {
   EXPECT_THROW(encore::opencl::enqueue_native(null_env().dev, fn, {encore::in(on_null)}, "x"), encore::DeviceError);  // not OpenCL
 }
 
+// A native call's own code runs at every replay: a Variable it reads with value() there has the
+// value this call was passed, not the thread's last bind() (the call's binding stays open during a
+// replay that runs host code; a replay of a step without any opens none).
+TEST(Native, ReadsTheCallsVariableValueOnReplay) {
+  NEED_CL();
+  Env& e = cl();
+  encore::Variable k{"k", 0, 100};
+  std::vector<int64_t> seen;
+  Buffer a = make(e.dev, seq(8, 0.f)), b = e.dev.alloc<float>(8);
+  auto step = [&](const Buffer& x, encore::BoundVar) {
+    size_t bytes = x.nbytes();
+    encore::opencl::enqueue_native(
+        e.dev,
+        [&seen, k, bytes](cl_command_queue q, std::span<const cl_mem> m) {
+          seen.push_back(k.value());
+          cl_int st = clEnqueueCopyBuffer(q, m[0], m[1], 0, 0, bytes, 0, nullptr, nullptr);
+          if (st != CL_SUCCESS) throw encore::DeviceError("native copy failed: " + std::to_string(st));
+        },
+        {encore::in(x), encore::out(b)}, "reads_k");
+  };
+  TinyJit jit(step, encore::JitOptions{});
+  std::vector<encore::BoundVar> bound;
+  for (int i = 0; i < 6; ++i) bound.push_back(k.bind(10 + i));  // this thread's last bind() is 15 from here
+  for (size_t i = 0; i < 2; ++i) jit(a, bound[i]);  // warm-up, capture
+  ASSERT_TRUE(jit.next_call_replays(a, bound[2]));
+  seen.clear();
+  for (size_t i = 2; i < 6; ++i) jit(a, bound[i]);
+  EXPECT_EQ(seen, (std::vector<int64_t>{12, 13, 14, 15}));
+  EXPECT_EQ(get(b), seq(8, 0.f));
+}
+
 #ifdef ENCORE_HAVE_CLBLAST
 // A step with a CLBlast SGEMM between two kernels: C = A·B with A from the rotating input.
 TEST(Native, ClblastSgemmBetweenKernelsReplaysAsEager) {
