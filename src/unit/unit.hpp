@@ -168,12 +168,12 @@ struct UnitImpl {
   std::vector<Buffer> inputs;            // bound now, per slot
   std::vector<ViewCache> views;          // per entry: views of recent inputs
   // host inputs, per slot: the bytes the next run uploads from (bind_host_input; the size is the
-  // capture's), and the capture's bytes (uploaded until a slot is bound)
+  // capture's)
   std::vector<const unsigned char*> host_now;
   std::vector<std::pair<BufferImpl*, uint64_t>> once_versions;  // what one-time items read or write
   std::vector<uint32_t> once_written;    // indexes into once_versions of the storages they write
   InFlight flight;                       // the bound on replays in flight (in_flight.hpp)
-  std::vector<std::vector<unsigned char>> host_captured;
+  std::vector<std::vector<unsigned char>> host_captured;  // per host input slot: the capture's bytes (uploaded until the slot is bound)
   std::vector<Buffer> alias_copy;        // per slot: private copy of an input that is this unit's own fresh output
   std::vector<VarValue> vars;
   // An explicit Capture's items in the capture check's compact form, for the next capture of the
