@@ -120,9 +120,10 @@ template <class F> class TinyJit {
     (detail::flatten(args_, a), ...);
     // eager runs of this call see this call's BoundVars, and only those (a Variable the call was
     // not passed is a JitError: replay could not see it). A replay opens that scope only where it
-    // runs code of the user's (call()): the scope is a thread-local, and from a shared library its
-    // lookups (__tls_get_addr) were 7 of the ~100 cache lines a replayed call touched after memory
-    // was swept between calls (bench-replay stencil_null_cold under cachegrind).
+    // runs code of the user's (JitCore::needs_binding_scope): the scope is a thread-local, and from
+    // a shared library it and its __tls_get_addr lookups missed 7 of the ~100 cache lines a replayed
+    // call missed after memory was swept between calls (bench-replay stencil_null_cold under
+    // cachegrind; the call's time did not change measurably).
     if (!units_.options().enabled || detail::JitCore::capture_active()) {
       BindingScope scope(args_.vars, true);
       return std::invoke(fn_, std::forward<A>(a)...);
@@ -185,7 +186,7 @@ template <class F> class TinyJit {
 
   template <class R, class... A> R call(detail::JitCore& core, A&&... a) {
     std::optional<BindingScope> scope;
-    if (core.calls() < 2 || core.replay_runs_host_code() || core.verify_pending()) scope.emplace(core.args().vars, true);
+    if (core.needs_binding_scope()) scope.emplace(core.args().vars, true);
     if (core.calls() == 0) return warm_up<R>(core, std::forward<A>(a)...);
     if (core.calls() == 1) return capture<R>(core, std::forward<A>(a)...);
     core.check_and_bind();

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -240,8 +241,11 @@ void cache_store(const std::string& path, const std::string& key_text, const Cac
     fs::path p(path);
     std::error_code ec;
     fs::create_directories(p.parent_path(), ec);
-    thread_local std::mt19937_64 rng(std::random_device{}());
-    std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rng());
+    // a unique temporary name: the pid for other processes, a counter for this one's threads, and a
+    // random start for processes of other pid namespaces sharing the folder (no thread-local: every
+    // thread touching one of libencore's pays for its whole TLS block)
+    static std::atomic<uint64_t> next_tmp{(uint64_t{std::random_device{}()} << 32) ^ std::random_device{}()};
+    std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(next_tmp.fetch_add(1, std::memory_order_relaxed));
     {
       std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
       if (!f) return;

@@ -158,8 +158,7 @@ struct ConcurrentOrder {
 // items of split-phase calls where plan.sync places them), then one-time items (step order).
 struct Binding {
   std::vector<Buffer> arenas;  // first: destroyed last, after the entries' buffers that may be views of them
-  // What every replay reads, first and together (see Plan in src/unit/unit.hpp: between two calls
-  // of a launch-bound loop the device's work evicts them, and each cache line is a miss).
+  // What every replay reads, first and together (see Plan in src/unit/unit.hpp).
   std::vector<BoundItem> items;
   std::vector<Buffer> current;                  // per entry
   std::vector<HostArg> host_args;               // by-value arguments from host inputs

@@ -40,9 +40,7 @@ TEST(WorkloadGbench, SeveralWorkloadsPrintOneTable) {
   EXPECT_NE(out.find("\nsmall-all-features "), std::string::npos) << out;
   EXPECT_EQ(out.find("compared,"), std::string::npos) << "several workloads print the summary, not each full report";
   // a folder stands for its .json files
-  const auto dir = std::filesystem::path(testing::TempDir()) / "encore_gbench_dir";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const std::filesystem::path dir = encore_test::fresh_dir("encore_gbench", "dir");
   std::filesystem::copy_file(kData + "vars.json", dir / "a.json");
   std::filesystem::copy_file(kData + "vars.json", dir / "b.json");
   std::ofstream(dir / "notes.txt") << "not a workload";
@@ -59,7 +57,8 @@ TEST(WorkloadGbench, SeveralWorkloadsPrintOneTable) {
 
 TEST(WorkloadGbench, JsonHasWhatCompareReads) {
   if (!devices()) GTEST_SKIP() << "no OpenCL device";
-  const std::string file = testing::TempDir() + "encore_gbench.json";
+  const std::filesystem::path tmp = encore_test::fresh_dir("encore_gbench", "json");
+  const std::string file = (tmp / "encore_gbench.json").string();
   ASSERT_EQ(bench({"run", kData + "small.json", kData + "vars.json", "--calls", "3", "--device", "CL:0", "--format", "gbench", "--json", file}).rc, 0);
   const JNode root = wl::detail::parse_json(read_text(file));
   const JNode* ctx = member(root, "context");
@@ -87,7 +86,7 @@ TEST(WorkloadGbench, JsonHasWhatCompareReads) {
   }
   const std::string compare = "/usr/share/benchmark/compare.py";
   if (std::filesystem::exists(compare) && std::system("python3 -c 'import scipy' >/dev/null 2>&1") == 0) {
-    const std::string out = testing::TempDir() + "encore_compare.txt";
+    const std::string out = (tmp / "encore_compare.txt").string();
     ASSERT_EQ(std::system(("python3 " + compare + " benchmarks " + file + " " + file + " > " + out + " 2>&1").c_str()), 0);
     const std::string report = read_text(out);
     EXPECT_NE(report.find("small-all-features/replay"), std::string::npos) << report;

@@ -112,7 +112,7 @@ TEST(WorkloadParse, MissingSourceFile) {
 // --root: files a workload names must resolve inside the root (no absolute path, no `..` out).
 TEST(WorkloadParse, RootConfinesFiles) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::path(testing::TempDir()) / "encore_wl_root", in = dir / "in";
+  const fs::path dir = encore_test::fresh_dir("encore_wl_root", "files"), in = dir / "in";
   fs::create_directories(in / "sub");
   const char* k = "__kernel void addk(__global const float* a, __global float* b, int n) { }";
   std::ofstream(in / "sub" / "k.cl") << k;
@@ -274,7 +274,7 @@ TEST(WorkloadInit, FillAndArange) {
 }
 
 TEST(WorkloadInit, FileInit) {
-  std::string dir = testing::TempDir();
+  const std::string dir = encore_test::fresh_dir("encore_wl_init", "file").string();
   {
     std::ofstream f(dir + "/wl_init.bin", std::ios::binary);
     int32_t v[3] = {7, -8, 9};
@@ -295,7 +295,7 @@ TEST(WorkloadInit, FileInit) {
 
 // "files": an input rotates through several files as generated sets rotate (set k: file k mod n)
 TEST(WorkloadInit, FilesRotateLikeInputSets) {
-  std::string dir = testing::TempDir();
+  const std::string dir = encore_test::fresh_dir("encore_wl_init", "files").string();
   for (int k = 0; k < 2; ++k) {
     std::ofstream f(dir + "/wl_set" + std::to_string(k) + ".bin", std::ios::binary);
     int32_t v[3] = {10 * k, 10 * k + 1, 10 * k + 2};

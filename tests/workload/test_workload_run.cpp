@@ -19,7 +19,11 @@ namespace {
 
 using namespace encore_test;
 
-std::string temp_path(const std::string& name) { return testing::TempDir() + "encore_wl_" + name; }
+// under this process's own folder (removed at exit): two test runs at once never share a file
+std::string temp_path(const std::string& name) {
+  static const std::filesystem::path dir = encore_test::fresh_dir("encore_wl_run", "files");
+  return (dir / name).string();
+}
 
 // The report's JSON fields, as numbers (strings and null are skipped).
 std::map<std::string, double> report_fields(const std::string& file) {

@@ -61,7 +61,7 @@ TEST(WorkloadSizeExpr, ErrorsNameTheirPath) {
 }
 
 TEST(WorkloadSizeExpr, RunsEagerEqualToReplay) {
-  const std::string file = testing::TempDir() + "encore_wl_size_expr.json";
+  const std::string file = (encore_test::fresh_dir("encore_wl_size_expr", "doc") / "step.json").string();
   {
     std::ofstream f(file);
     f << doc(R"J({"expr": "max(16*((n - i)/16 - 1), 0)"})J");

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -48,13 +49,26 @@ inline int bench(std::vector<std::string> args, std::string* printed) {
 }
 
 // An empty folder of its own under the test temp dir, named after `prefix`, `tag` and this process
-// (and a counter, so one tag can be asked for twice).
+// (and a counter, so one tag can be asked for twice). Removed when the process exits, whether or not
+// the test that asked for it got to remove it (a failed assertion returns early).
 inline std::filesystem::path fresh_dir(const std::string& prefix, const std::string& tag) {
+  static struct Made {
+    std::mutex mu;
+    std::vector<std::filesystem::path> dirs;
+    const pid_t owner = ::getpid();  // a forked child that exits leaves its parent's folders alone
+    ~Made() {
+      std::error_code ec;
+      if (::getpid() == owner)
+        for (const std::filesystem::path& d : dirs) std::filesystem::remove_all(d, ec);
+    }
+  } made;
   static std::atomic<int> n{0};
   std::filesystem::path p = std::filesystem::path(testing::TempDir()) /
                             (prefix + "_" + tag + "_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
   std::filesystem::remove_all(p);
   std::filesystem::create_directories(p);
+  std::lock_guard<std::mutex> lock(made.mu);
+  made.dirs.push_back(p);
   return p;
 }
 

@@ -70,11 +70,12 @@ class ENCORE_API JitCore {
     --verify_left_;
     return true;
   }
-  bool verify_pending() const { return verify_left_ > 0; }
-  // Whether the captured step runs code of the user's on the host when replayed (a native call, a
-  // host item, a branch or loop): only then does a replay need the call's BindingScope, which such
-  // code may read (Variable values) and write (a host item's values for the rest of the call).
-  bool replay_runs_host_code() const { return host_code_; }
+  // Whether the next call runs with the call's BindingScope open: calls 0 and 1 and a verified
+  // replay run the callable eagerly, and a replay of a step that runs code of the user's on the host
+  // (a native call, a host item, a branch or loop) lets that code read Variable values and set a
+  // host item's values for the rest of the call. A replay of any other step reads no Variable
+  // through the scope.
+  bool needs_binding_scope() const { return calls_ < 2 || verify_left_ > 0 || host_code_; }
   void verify_begin();
   void verify_after_eager(const std::vector<Buffer>& eager_outputs);
   void verify_finish();  // compares with what this call returns
@@ -85,7 +86,8 @@ class ENCORE_API JitCore {
  private:
   uint64_t calls_ = 0;
   int64_t verify_left_ = 0;
-  bool check_closure_ = true, fresh_outputs_ = false, input_outputs_ = false, host_code_ = true;
+  bool check_closure_ = true, fresh_outputs_ = false, input_outputs_ = false;
+  bool host_code_ = true;  // the captured step runs code of the user's on the host (set at capture)
   CallArgs args_;
   ExecutionUnit unit_;
   struct State;
