@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/buffer_impl.hpp"
+#include "core/owned_event.hpp"
 #include "core/program_impl.hpp"
 #include "encore/error.hpp"
 #include "exec/eager.hpp"
@@ -28,16 +29,49 @@ bool overlap(const Buffer& x, const Buffer& y) {
   return a.root() == b.root() && a.offset < b.offset + b.nbytes && b.offset < a.offset + a.nbytes;
 }
 
-std::vector<unsigned char> read_bytes(const Buffer& b) {
-  BufferImpl& bi = *b.impl();
-  bi.ensure_allocated();
-  std::vector<unsigned char> v(bi.nbytes);
-  if (!v.empty()) bi.dev->read(bi.root()->mem.load(std::memory_order_acquire), bi.offset, v.data(), v.size());
-  return v;
-}
+// Reads that do not wait. The check's commands go into the device's one in-order queue without a
+// wait between them (the reads before a launch, the launch, the reads after it), and the host waits
+// once, for the last: on PoCL each wait is most of what the check costs. Each read is waited for
+// before its bytes are compared, and also when something throws first, before the vector it writes
+// into is freed.
+struct PendingReads {
+  std::vector<OwnedEvent> reads;
+  void read(const Buffer& b, std::vector<unsigned char>& into) {
+    BufferImpl& bi = *b.impl();
+    bi.ensure_allocated();
+    into.resize(bi.nbytes);
+    if (into.empty()) return;
+    DeviceImpl* d = bi.dev.get();
+    if (reads.size() == reads.capacity()) reads.reserve(2 * reads.size() + 4);  // nothing throws between the enqueue and its owner
+    reads.emplace_back(d, d->read_async(bi.root()->mem.load(std::memory_order_acquire), bi.offset, into.data(), into.size()));
+  }
+  void wait() {
+    for (OwnedEvent& e : reads) e.wait_reset();
+  }
+  ~PendingReads() {
+    for (OwnedEvent& e : reads) try {
+        e.wait_reset();
+      } catch (...) {  // the first error is the one reported
+      }
+  }
+};
+
+// Writes that do not wait read their host bytes when the queue reaches them: where something throws
+// before a wait, the queue is drained before those bytes are freed.
+struct Drain {
+  DeviceImpl* dev = nullptr;
+  bool waited = false;  // a wait after the writes has returned
+  ~Drain() {
+    if (dev && !waited) try {
+        dev->finish();
+      } catch (...) {  // the first error is the one reported
+      }
+  }
+};
 
 // A buffer of `bytes` on `like`'s device outside any capture (no capture id, no allocation count:
-// call 0 and call 1 still pair their allocations), holding `data`.
+// call 0 and call 1 still pair their allocations), holding `data` once the queue has run the write
+// (it does not wait: `data` stays alive until then, see Drain).
 Buffer scratch(const Buffer& like, const std::vector<unsigned char>& data) {
   auto s = std::make_shared<BufferImpl>();
   BufferImpl& l = *like.impl();
@@ -46,7 +80,7 @@ Buffer scratch(const Buffer& like, const std::vector<unsigned char>& data) {
   s->count = l.count;
   s->nbytes = l.nbytes;
   s->ensure_allocated();
-  if (!data.empty()) s->dev->write(s->mem.load(std::memory_order_acquire), 0, data.data(), data.size(), true);
+  if (!data.empty()) s->dev->write(s->mem.load(std::memory_order_acquire), 0, data.data(), data.size(), false);
   return Buffer(std::move(s));
 }
 
@@ -105,16 +139,15 @@ void run_checking_access(const ExecItem& it) {
       }
   }
   const bool check_out = any_out && disjoint;
-  std::vector<std::vector<unsigned char>> before(n);
+  std::vector<std::vector<unsigned char>> before(n), after(n);
+  PendingReads reading;  // after the vectors: waited for before they go
   for (size_t i = 0; i < n; ++i)
-    if (check_in[i] || (check_out && buffer[i])) before[i] = read_bytes(args[i].buf);
-
+    if (check_in[i] || (check_out && buffer[i])) reading.read(args[i].buf, before[i]);
   run_item_eager(it);
-
-  std::vector<std::vector<unsigned char>> after(n);
+  for (size_t i = 0; i < n; ++i)
+    if (check_in[i] || (check_out && writes(args[i].access))) reading.read(args[i].buf, after[i]);
+  reading.wait();
   for (size_t i = 0; i < n; ++i) {
-    if (!check_in[i] && !(check_out && writes(args[i].access))) continue;
-    after[i] = read_bytes(args[i].buf);
     if (check_in[i] && after[i] != before[i])
       throw JitError("TinyJit/Capture access check: " + where(it, i) + " has access " + claim_origin(params[i], args[i].access) +
                      ", but the launch at capture changed " + changed(before[i], after[i]) +
@@ -125,9 +158,12 @@ void run_checking_access(const ExecItem& it) {
 
   // the same launch on scratch copies of its buffers as they were, the out buffers inverted
   std::vector<Arg> trial = args;
-  std::vector<std::vector<unsigned char>> inverted(n);
+  std::vector<std::vector<unsigned char>> inverted(n), outcome(n);
+  PendingReads reading_trial;  // after the vectors, as above
+  Drain drain;                 // the scratch copies' writes read `before` and `inverted`
   for (size_t i = 0; i < n; ++i) {
     if (!buffer[i]) continue;
+    drain.dev = args[i].buf.impl()->dev.get();
     if (args[i].access == Access::out) {
       inverted[i] = before[i];
       for (unsigned char& c : inverted[i]) c = static_cast<unsigned char>(~c);
@@ -139,12 +175,16 @@ void run_checking_access(const ExecItem& it) {
   LaunchDims ld;
   ENCORE_TESTING_DO(++testing::access_trial_runs;)
   run_kernel_eager(*it.kernel.impl(), trial, it.global, it.local, ld, nullptr);
+  for (size_t i = 0; i < n; ++i)
+    if (buffer[i] && writes(args[i].access)) reading_trial.read(trial[i].buf, outcome[i]);
+  reading_trial.wait();
+  drain.waited = true;  // the reads queued after the writes
   std::string outs;
   for (size_t i = 0; i < n; ++i)
     if (buffer[i] && args[i].access == Access::out) outs += (outs.empty() ? "" : ", ") + std::to_string(i);
   for (size_t i = 0; i < n; ++i) {
     if (!buffer[i] || !writes(args[i].access)) continue;
-    const std::vector<unsigned char> got = read_bytes(trial[i].buf);
+    const std::vector<unsigned char>& got = outcome[i];
     bool same = true;
     size_t first = 0;
     for (size_t b = 0; b < got.size() && same; ++b) {

@@ -11,8 +11,8 @@
 //       elements into (KernelParam::inferred_store_only: p[i] = v, never read) or never names.
 // Arguments that overlap a written argument in storage are skipped (a change cannot be blamed on one
 // of them), and so is the out check of a launch whose buffers overlap each other. The cost is paid at
-// capture only: every claimed launch waits for its reads, and a launch with an out claim the source
-// does not prove runs twice.
+// capture only: every claimed launch waits once, for its reads after it (the reads before it are
+// queued ahead of it without a wait), and a launch with an out claim the source does not prove runs twice.
 #include "exec/kind.hpp"
 
 namespace encore::detail {

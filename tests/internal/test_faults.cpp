@@ -26,9 +26,11 @@ constexpr size_t kN = 256;
 // One step: a one-time table, a temporary scaled by a variable from the input, a copy, an upload
 // of a bias, and an update of closure state that also writes a fresh output:
 //   y = x * k + table + bias;  state += y
+// f_scale reads x through a pointer without const: at capture the access check reads x before and
+// after the launch (its inferred `in`), and those reads meet the faults too.
 const char* kSrc = R"(
 __kernel void f_fill(__global float* o) { o[get_global_id(0)] = (float)get_global_id(0); }
-__kernel void f_scale(__global const float* x, __global float* t, int k) { size_t i = get_global_id(0); t[i] = x[i] * k; }
+__kernel void f_scale(__global float* x, __global float* t, int k) { size_t i = get_global_id(0); t[i] = x[i] * k; }
 __kernel void f_add(__global const float* u, __global const float* table, __global const float* bias, __global float* y, __global float* state) {
   size_t i = get_global_id(0); y[i] = u[i] + table[i] + bias[i]; state[i] += y[i]; }
 )";
