@@ -15,6 +15,8 @@ std::atomic<uint64_t> concurrent_binds{0};
 std::atomic<uint64_t> null_arg_sets{0};
 std::atomic<int64_t> null_live_allocations{0};
 std::atomic<uint64_t> access_trial_runs{0};
+std::atomic<size_t> access_check_window{0};
+std::atomic<uint64_t> access_check_settles{0};
 std::atomic<size_t> null_kernel_work_group_limit{0};
 std::atomic<void*> fail_context_device{nullptr};
 std::atomic<bool> fail_cache_insert{false};

@@ -33,6 +33,10 @@ extern std::atomic<uint64_t> null_arg_sets;
 // Trial runs of the capture's access check so far (a launch run again on scratch copies to try its
 // encore::out claims: src/exec/access_check.cpp).
 extern std::atomic<uint64_t> access_trial_runs;
+// The bytes of snapshots the access check holds before a launch waits for them (0: its 64 MiB), and
+// how many times a launch did so far (the capture's end not counted).
+extern std::atomic<size_t> access_check_window;
+extern std::atomic<uint64_t> access_check_settles;
 // Allocations NULL devices made and have not given back (raw_alloc less raw_free).
 extern std::atomic<int64_t> null_live_allocations;
 // Work-group limit of NULL-device kernel objects made from now on (0: the device's maximum).

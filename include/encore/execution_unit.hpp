@@ -79,8 +79,10 @@ struct CaptureOptions {
   // on scratch copies with each encore::out buffer's bytes changed, which must not change what it
   // writes (not where the source proves it: a parameter the body only stores into,
   // KernelParam::inferred_store_only). A failed claim is a JitError naming the kernel and the
-  // argument. Costs one wait per checked launch (and a second run of each launch with an unproven
-  // out argument) at capture only; off: claims are trusted.
+  // argument: an in claim's from Capture::end (TinyJit: call 1), its reads compared once the
+  // capture is done; an out claim's from the launch. Costs the reads, one wait at the end, and a
+  // waited second run of each launch with an unproven out argument, at capture only; off: claims
+  // are trusted.
   bool check_access = true;
   // Record without running: the work issued during the capture is recorded only (nothing runs,
   // nothing is compiled at launch), and the unit's first run runs every item, one-time ones

@@ -9,6 +9,8 @@
 
 namespace encore::detail {
 
+struct AccessChecks;  // src/exec/access_check.cpp
+
 // What a capture records on one thread. The thread holds a reference while recording, so an owner
 // that goes away on another thread (a Capture destroyed elsewhere) only marks it closed: the
 // recording thread lets go at its next launch, never writing into freed memory.
@@ -23,6 +25,8 @@ struct Recorder {
   std::atomic<bool> closed{false};
   uint64_t allocs = 0;  // buffers made during the capture (BufferImpl::serial)
   uint32_t dry = 0;     // > 0: tracing an alternative not taken (src/exec/flow.hpp)
+  // launches' in claims whose reads are still queued (made at the first; compared at the end)
+  std::shared_ptr<AccessChecks> access_checks;
 };
 // The recorder of this thread, null when none (or its owner closed it).
 Recorder* current_recorder();

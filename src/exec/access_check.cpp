@@ -1,11 +1,13 @@
 // The access check at capture (see access_check.hpp).
 #include "exec/access_check.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "core/buffer_impl.hpp"
 #include "core/owned_event.hpp"
 #include "core/program_impl.hpp"
+#include "core/recorder.hpp"
 #include "encore/error.hpp"
 #include "exec/eager.hpp"
 #include "testing.hpp"
@@ -99,9 +101,9 @@ std::string changed(const std::vector<unsigned char>& a, const std::vector<unsig
          hex(a[first]) + " -> " + hex(b[first]) + ")";
 }
 
-std::string where(const ExecItem& it, size_t i) {
-  const KernelParam& p = it.kernel.params()[i];
-  return "kernel " + it.kernel.name() + " argument " + std::to_string(i) + " (" + p.type_name + " " + p.name + ")";
+std::string where(const Kernel& k, size_t i) {
+  const KernelParam& p = k.params()[i];
+  return "kernel " + k.name() + " argument " + std::to_string(i) + " (" + p.type_name + " " + p.name + ")";
 }
 
 std::string claim_origin(const KernelParam& p, Access a) {
@@ -110,7 +112,54 @@ std::string claim_origin(const KernelParam& p, Access a) {
   return "in: given as encore::in at the launch";
 }
 
+std::string in_failure(const Kernel& k, size_t i, Access a, const std::vector<unsigned char>& before,
+                       const std::vector<unsigned char>& after) {
+  return "TinyJit/Capture access check: " + where(k, i) + " has access " + claim_origin(k.params()[i], a) +
+         ", but the launch at capture changed " + changed(before, after) +
+         ". Replay would prune or reorder the launch on that claim: pass the argument as encore::inout(buf) (or encore::out "
+         "if the kernel only writes it)";
+}
+
+// Held pending reads and snapshots: past this many bytes (or reads) a launch waits for them all.
+constexpr size_t kWindowBytes = size_t{64} << 20;
+constexpr size_t kWindowReads = 4096;
+
 }  // namespace
+
+// The in claims of a capture's launches, read before and after each launch without a wait and
+// compared when the capture ends (finish_access_checks), or at a launch that finds the window full.
+struct AccessChecks {
+  struct Claim {
+    size_t arg = 0;
+    Access access = Access::in;
+    std::vector<unsigned char> before, after;
+  };
+  struct Launch {
+    Kernel kernel;  // for the message (not the arguments: their buffers go when the step lets them go)
+    std::vector<Claim> claims;
+    bool ran = false;  // its reads after it are queued (a launch that threw has none)
+  };
+  std::vector<Launch> launches;
+  size_t bytes = 0;
+  PendingReads reads;  // after the snapshots: waited for before they go
+
+  // Waits for every read, then throws the first failed claim in launch order; empty after.
+  void settle() {
+    reads.wait();
+    std::vector<Launch> done = std::move(launches);
+    launches.clear();
+    reads.reads.clear();
+    bytes = 0;
+    for (const Launch& l : done)
+      if (l.ran)
+        for (const Claim& c : l.claims)
+          if (c.after != c.before) throw JitError(in_failure(l.kernel, c.arg, c.access, c.before, c.after));
+  }
+};
+
+void finish_access_checks(Recorder& r) {
+  if (r.access_checks) r.access_checks->settle();
+}
 
 bool has_access_claims(const KernelImpl& k, const std::vector<Arg>& args) {
   const auto& params = k.sig->params;
@@ -139,6 +188,38 @@ void run_checking_access(const ExecItem& it) {
       }
   }
   const bool check_out = any_out && disjoint;
+  Recorder* rec = current_recorder();
+  if (!check_out && std::find(check_in.begin(), check_in.end(), 1) == check_in.end()) {
+    run_item_eager(it);  // every claim shares bytes with a written argument: nothing to try
+    return;
+  }
+  if (!check_out && rec) {
+    // in claims only: nothing to wait for until the capture ends
+    if (!rec->access_checks) rec->access_checks = std::make_shared<AccessChecks>();
+    AccessChecks& ac = *rec->access_checks;
+    size_t window = kWindowBytes;
+    ENCORE_TESTING_DO(if (size_t w = testing::access_check_window.load()) window = w;)
+    if (ac.bytes >= window || ac.reads.reads.size() >= kWindowReads) {
+      ENCORE_TESTING_DO(++testing::access_check_settles;)
+      ac.settle();
+    }
+    ac.launches.emplace_back();
+    AccessChecks::Launch& l = ac.launches.back();  // (its vectors' storage stays put as `launches` grows)
+    l.kernel = it.kernel;
+    for (size_t i = 0; i < n; ++i)
+      if (check_in[i]) l.claims.push_back({i, args[i].access, {}, {}});
+    for (AccessChecks::Claim& c : l.claims) {
+      ac.reads.read(args[c.arg].buf, c.before);
+      ac.bytes += 2 * c.before.size();
+    }
+    run_item_eager(it);
+    for (AccessChecks::Claim& c : l.claims) ac.reads.read(args[c.arg].buf, c.after);
+    l.ran = true;
+    return;
+  }
+  // this launch waits for its reads: the claims held before it are compared first, so the first
+  // wrong claim in launch order is the one reported
+  if (rec && rec->access_checks) rec->access_checks->settle();
   std::vector<std::vector<unsigned char>> before(n), after(n);
   PendingReads reading;  // after the vectors: waited for before they go
   for (size_t i = 0; i < n; ++i)
@@ -148,11 +229,7 @@ void run_checking_access(const ExecItem& it) {
     if (check_in[i] || (check_out && writes(args[i].access))) reading.read(args[i].buf, after[i]);
   reading.wait();
   for (size_t i = 0; i < n; ++i) {
-    if (check_in[i] && after[i] != before[i])
-      throw JitError("TinyJit/Capture access check: " + where(it, i) + " has access " + claim_origin(params[i], args[i].access) +
-                     ", but the launch at capture changed " + changed(before[i], after[i]) +
-                     ". Replay would prune or reorder the launch on that claim: pass the argument as encore::inout(buf) (or encore::out "
-                     "if the kernel only writes it)");
+    if (check_in[i] && after[i] != before[i]) throw JitError(in_failure(it.kernel, i, args[i].access, before[i], after[i]));
   }
   if (!check_out) return;
 
@@ -196,7 +273,7 @@ void run_checking_access(const ExecItem& it) {
     if (same) continue;
     throw JitError("TinyJit/Capture access check: kernel " + it.kernel.name() + " reads a buffer given as encore::out (argument" +
                    (outs.find(',') != std::string::npos ? "s " : " ") + outs + "): run again at capture with the out bytes changed, " +
-                   where(it, i) + " came out different (byte " + std::to_string(first) + ": " + hex(after[i][first]) + " in the launch, " +
+                   where(it.kernel, i) + " came out different (byte " + std::to_string(first) + ": " + hex(after[i][first]) + " in the launch, " +
                    hex(got[first]) + " in the re-run). Replay would prune or reorder the launch on that claim: pass it as "
                    "encore::inout(buf)");
   }

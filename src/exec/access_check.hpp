@@ -11,8 +11,10 @@
 //       elements into (KernelParam::inferred_store_only: p[i] = v, never read) or never names.
 // Arguments that overlap a written argument in storage are skipped (a change cannot be blamed on one
 // of them), and so is the out check of a launch whose buffers overlap each other. The cost is paid at
-// capture only: every claimed launch waits once, for its reads after it (the reads before it are
-// queued ahead of it without a wait), and a launch with an out claim the source does not prove runs twice.
+// capture only. In claims do not wait: their reads before and after the launch are queued around it,
+// and the capture's end waits for them all and compares (a wrong claim is then end()'s JitError); a
+// launch that finds 64 MiB of snapshots held waits and compares them first. A launch with an out
+// claim the source does not prove waits for its reads, runs a second time, and is refused itself.
 #include "exec/kind.hpp"
 
 namespace encore::detail {
@@ -20,9 +22,15 @@ namespace encore::detail {
 // Whether a launch of `k` with resolved `args` holds a claim the check tries.
 bool has_access_claims(const KernelImpl& k, const std::vector<Arg>& args);
 
+struct Recorder;
+
 // Runs `item` (a kernel launch with such claims) eagerly through run_item_eager and checks its
 // claims; JitError naming the kernel, the argument and what was seen when one fails (the launch
 // itself has run by then).
 void run_checking_access(const ExecItem& item);
+
+// Compares the capture's deferred in claims once their reads are done (Capture's end); JitError for
+// the first that failed, in launch order.
+void finish_access_checks(Recorder& r);
 
 }  // namespace encore::detail

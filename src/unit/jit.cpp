@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "core/env.hpp"
+#include "exec/access_check.hpp"
 #include "exec/kind.hpp"
 #include "unit/capture_check.hpp"
 #include "unit/unit.hpp"
@@ -117,6 +118,7 @@ struct CaptureAccess {
     stop_recording(s.rec.get());
     trace_span("record", s.rec->started_us);
     s.active = false;
+    finish_access_checks(*s.rec);  // (before call 0's comparison: as if each launch had thrown its own)
     std::vector<ExecItem> items = std::move(s.rec->items);
     if (items.empty()) throw JitError(s.nothing_recorded);
     if (check) (*check)(items, s.rec->id);

@@ -797,3 +797,47 @@ __kernel void ignores(__global float* x, __global float* y) { }
   }
   EXPECT_EQ(encore::testing::access_trial_runs.load() - before, 0u) << "an out on a parameter never named is proven";
 }
+
+// The capture's in claims are compared when the capture ends, not launch by launch: no launch waits
+// for its reads while the held snapshots fit the window (64 MiB). Past it, the next checked launch
+// waits for them all and compares them, so a wrong claim is refused at that launch. Either way the
+// first wrong claim in launch order is the one named.
+TEST(AccessCheckWindow, InClaimsAreComparedAtTheEndOrWhenTheWindowFills) {
+  if (!encore_test::have_cl()) GTEST_SKIP() << "no OpenCL device";
+  Device dev = Device::open();
+  Program pr = dev.compile(R"(
+__kernel void win_copy(__global float* x, __global float* y) { int i = get_global_id(0); y[i] = x[i]; }
+__kernel void win_bump(__global float* x, __global float* y) { int i = get_global_id(0); y[i] += x[i]; }
+)");
+  Buffer x = dev.alloc<float>(64), y = dev.alloc<float>(64), z = dev.alloc<float>(64);
+  x.copyin(std::vector<float>(64, 1.f));
+  struct Reset {
+    ~Reset() { encore::testing::access_check_window = 0; }
+  } reset;
+  for (size_t window : {size_t{0}, size_t{1}}) {
+    encore::testing::access_check_window = window;
+    const uint64_t settles = encore::testing::access_check_settles.load();
+    int launched = 0;  // launches that returned
+    Capture cap;
+    cap.add_input(x);
+    try {
+      for (int i = 0; i < 8; ++i, ++launched) {
+        if (i == 3) dev.launch(pr.kernel("win_bump"), {64}, {}, x, encore::in(y));  // wrong: y is written
+        else if (i == 5) dev.launch(pr.kernel("win_bump"), {64}, {}, x, encore::in(z));  // wrong too, later
+        else dev.launch(pr.kernel("win_copy"), {64}, {}, x, y);  // x inferred in, without const: checked
+      }
+      (void)cap.end();
+      FAIL() << "window " << window << ": the wrong in claim was accepted";
+    } catch (const JitError& e) {
+      encore_test::expect_has(e.what(), {"win_bump", "argument 1", "float* y", "encore::in"});
+      EXPECT_EQ(std::string(e.what()).find("float* z"), std::string::npos) << e.what();
+    }
+    if (window == 0) {
+      EXPECT_EQ(launched, 8) << "every launch returned: the claims were compared at end()";
+      EXPECT_EQ(encore::testing::access_check_settles.load() - settles, 0u) << "no launch waited for the check";
+    } else {
+      EXPECT_EQ(launched, 4) << "with a 1-byte window the launch after the wrong one compares it";
+      EXPECT_EQ(encore::testing::access_check_settles.load() - settles, 4u) << "launches 1 to 4 each found the window full";
+    }
+  }
+}

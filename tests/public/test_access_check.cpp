@@ -134,13 +134,49 @@ TEST(AccessCheck, InOnAWrittenBufferIsAJitError) {
   }
 }
 
-// The explicit capture path checks too: the launch itself is refused.
+// The explicit capture path checks too: a launch whose out claim is tried is refused itself; an in
+// claim is compared when the capture ends (its reads are not waited for launch by launch), and
+// end() refuses it naming the launch, however many launches came after it.
 TEST(AccessCheck, ExplicitCaptureChecks) {
   if (!encore_test::have_cl()) GTEST_SKIP() << "no OpenCL device";
   Env e(Device::open());
   Buffer w = make(e.dev, 1.0f), acc = make(e.dev, 0.0f);
+  {
+    Capture cap;
+    EXPECT_THROW(e.dev.launch(e.k("ac_accumulate"), {kN}, {}, w, encore::out(acc)), JitError);
+  }
+  Buffer x = make(e.dev, 2.0f), y = make(e.dev, 0.0f), sum = make(e.dev, 0.0f);
   Capture cap;
-  EXPECT_THROW(e.dev.launch(e.k("ac_accumulate"), {kN}, {}, w, encore::out(acc)), JitError);
+  cap.add_input(x);
+  e.dev.launch(e.k("ac_set"), {kN}, {}, encore::in(x), y);
+  e.dev.launch(e.k("ac_accumulate"), {kN}, {}, x, encore::in(sum));  // the wrong claim: sum is written
+  for (int i = 0; i < 3; ++i) e.dev.launch(e.k("ac_set"), {kN}, {}, x, y);
+  try {
+    (void)cap.end();
+    FAIL() << "end() accepted encore::in on a written buffer";
+  } catch (const JitError& err) {
+    encore_test::expect_has(err.what(), {"ac_accumulate", "argument 1", "float* acc", "encore::in", "changed", "of its 256 bytes"});
+  }
+  std::vector<float> got = get(sum);
+  for (size_t i = 0; i < kN; ++i) EXPECT_EQ(got[i], 2.0f * static_cast<float>(i) + 2.0f) << "the launch ran once, element " << i;
+}
+
+// The first wrong claim in launch order is the one refused: a launch whose out claim is tried waits
+// for its reads, and compares the in claims held from earlier launches before its own.
+TEST(AccessCheck, FirstWrongClaimInLaunchOrderIsRefused) {
+  if (!encore_test::have_cl()) GTEST_SKIP() << "no OpenCL device";
+  Env e(Device::open());
+  Buffer x = make(e.dev, 2.0f), sum = make(e.dev, 0.0f), acc = make(e.dev, 0.0f);
+  Capture cap;
+  cap.add_input(x);
+  e.dev.launch(e.k("ac_accumulate"), {kN}, {}, x, encore::in(sum));  // wrong, held until a wait
+  try {
+    e.dev.launch(e.k("ac_accumulate"), {kN}, {}, x, encore::out(acc));  // wrong too, tried at once
+    FAIL() << "the launch with a tried out claim did not throw";
+  } catch (const JitError& err) {
+    encore_test::expect_has(err.what(), {"ac_accumulate", "argument 1", "has access in: given as encore::in", "changed"});
+    EXPECT_EQ(std::string(err.what()).find("given as encore::out"), std::string::npos) << err.what();
+  }
 }
 
 // Correct claims pass: out on a pure write, out on a buffer written only in part (the bytes it
