@@ -32,7 +32,8 @@ struct Includes {
 };
 Includes read_includes(const std::string& source, const std::string& options);
 std::string cache_path(const std::string& dir, const std::string& key_text);
-// 64-bit FNV-1a of `text` as 16 hex digits (the cache's file names, saved binaries' keys and sums).
+// 64-bit FNV-1a of `text` as 16 hex digits (the cache's file names, saved binaries' keys; a
+// checksum of many bytes is sum64, core/checksum.hpp).
 std::string hash_hex(const void* data, size_t n);
 // nullopt on a miss; a corrupt entry warns on stderr, is removed, and counts as a miss.
 std::optional<CacheEntry> cache_load(const std::string& path, const std::string& key_text);

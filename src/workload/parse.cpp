@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/size_ops.hpp"
+#include "workload/binary.hpp"
 #include "workload/init.hpp"
 #include "workload/reader.hpp"
 
@@ -123,8 +124,9 @@ struct Parser {
         s.binary_file = resolve(w.base_dir, as_string(bo.req("file"), bo.at("file")), root, bo.at("file"));
         s.binary_key = as_string(bo.req("key"), bo.at("key"));
         s.binary_sum = as_string(bo.req("sum"), bo.at("sum"));
-        if (s.binary_sum.size() != 16 || s.binary_sum.find_first_not_of("0123456789abcdef") != std::string::npos)
-          fail(bo.at("sum"), "expected 16 lowercase hex digits (the binary's 64-bit FNV-1a), got " + quote(s.binary_sum));
+        if (!detail::is_binary_sum(s.binary_sum))
+          fail(bo.at("sum"), "expected \"s64-\" and 16 lowercase hex digits (the binary's sum64), or 16 lowercase hex digits (its 64-bit FNV-1a), got " +
+                                 quote(s.binary_sum));
         bo.done("file, key, sum");
       }
       po.done("source, source_file, options, binary");

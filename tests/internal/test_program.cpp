@@ -7,10 +7,13 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <thread>
 
 #include "encore/encore.hpp"
+#include "core/checksum.hpp"
 #include "core/program_cache.hpp"
+#include "core/program_impl.hpp"
 #include "test_util.hpp"
 #include "core/recorder.hpp"
 #include "testing.hpp"
@@ -273,6 +276,52 @@ TEST_P(ProgramCl, DiskCacheMissThenHit) {
   EXPECT_FALSE(dev.compile(src, "-DX=2").from_disk_cache());
 }
 
+// A program from encore's disk cache and one from a saved binary get every parameter's resolved
+// facts (pointee, lanes, by-value size, padding, inferred access) as the compile from source did:
+// for those two the source is read beside the driver's build, not after it.
+TEST_P(ProgramCl, CacheAndBinaryResolveParametersAsTheSourceCompile) {
+  encore_test::ScopedCacheDir dir;
+  const std::string src = "// " + encore_test::unique_token() + R"(
+typedef float real;
+typedef struct { float a; int b; char c; } Knobs;
+__kernel void res_a(__global real* dst, __global const float4* src, __global real* unused, Knobs k, __global int* acc) {
+  int i = get_global_id(0); dst[i] = src[i].x * k.a + (float)k.b; acc[0] += k.c; }
+__kernel void res_b(__global uchar* bytes, __global real* y, float s) { int i = get_global_id(0); y[i] = s * (float)bytes[i]; }
+)";
+  auto facts = [](const Program& p) {
+    std::vector<std::string> out;
+    for (const std::string& k : p.kernel_names()) {
+      const detail::KernelImpl& ki = *p.kernel(k).impl();
+      for (size_t i = 0; i < ki.sig->padding.size(); ++i)
+        for (auto [b, e] : ki.sig->padding[i]) out.push_back(k + " pad " + std::to_string(i) + ":" + std::to_string(b) + "-" + std::to_string(e));
+      for (const KernelParam& q : p.kernel(k).params())
+        out.push_back(k + " " + q.name + " " + q.type_name + " pointee " + (q.pointee ? std::string(encore::name(*q.pointee)) : "-") + "x" +
+                      std::to_string(q.pointee_lanes) + " bytes " + std::to_string(q.value_bytes) + " access " +
+                      (q.inferred_access ? encore::name(*q.inferred_access) : "-") + (q.inferred_store_only ? " store-only" : ""));
+    }
+    return out;
+  };
+  Program fresh = dev.compile(src);
+  ASSERT_FALSE(fresh.from_disk_cache());
+  const std::vector<std::string> want = facts(fresh);
+  encore_test::expect_has(::testing::PrintToString(want), {"res_a dst real* pointee f32x1", "src float4* pointee f32x4", "unused real* pointee f32x1 bytes 0 access none",
+                                                           "k Knobs pointee -x1 bytes 12", "res_a pad 3:9-12", "acc int* pointee i32x1 bytes 0 access inout",
+                                                           "bytes uchar* pointee -x1 bytes 0 access in", "y real* pointee f32x1 bytes 0 access inout store-only"});
+  const std::vector<unsigned char> binary = fresh.binary();
+  const std::string key = fresh.binary_key();
+  dev.synchronize();
+  fresh = Program();
+  forget_in_memory(dev, src);
+  Program cached = dev.compile(src);
+  ASSERT_TRUE(cached.from_disk_cache());
+  EXPECT_EQ(facts(cached), want);
+  cached = Program();
+  forget_in_memory(dev, src);
+  Program loaded = dev.compile_binary(src, "", binary, key);
+  ASSERT_TRUE(loaded.from_binary());
+  EXPECT_EQ(facts(loaded), want);
+}
+
 TEST_P(ProgramCl, DiskCacheOffWithZero) {
   encore_test::ScopedCacheDir dir;
   setenv("ENCORE_CACHE", "0", 1);
@@ -326,6 +375,14 @@ TEST_P(ProgramCl, CorruptEntriesRecompileWithAWarning) {
          f.seekp(static_cast<std::streamoff>(full / 2));
          f.put(static_cast<char>(c ^ 0x5a));
        }},
+      {"the top bit of the last byte before the checksum flipped", [&] {
+         std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+         f.seekg(static_cast<std::streamoff>(full - 9));
+         char c = 0;
+         f.get(c);
+         f.seekp(static_cast<std::streamoff>(full - 9));
+         f.put(static_cast<char>(c ^ 0x80));
+       }},
       // a well-formed entry whose binary the driver rejects
       {"bad binary", [&] {
          detail::CacheEntry e;
@@ -365,6 +422,37 @@ TEST_P(ProgramCl, CorruptEntriesRecompileWithAWarning) {
     EXPECT_TRUE(again.from_disk_cache());
     expect_kernel_works(dev, again, "corrupt");
   }
+}
+
+// An entry written by another version of the cache format (its first line names it) is a miss
+// without a warning, and the rebuilt program replaces it.
+TEST_P(ProgramCl, EntryOfAnotherVersionIsAQuietMiss) {
+  encore_test::ScopedCacheDir dir;
+  std::string src = unique_source("older");
+  dev.compile(src).save_cache();
+  std::string path = disk_path(dev, dir.path(), src);
+  std::string bytes;
+  {
+    std::ifstream f(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  }
+  ASSERT_EQ(bytes.rfind("ENCORE-PROGRAM-CACHE-2\n", 0), 0u);
+  bytes[21] = '1';  // as version 1 wrote it (its FNV-1a checksum is not recomputed: the version is read first)
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  forget_in_memory(dev, src);
+  Program p;
+  std::string said;
+  {
+    LogCapture logs;
+    p = dev.compile(src);
+    said = logs.text();
+  }
+  EXPECT_EQ(said.find("warning"), std::string::npos) << said;
+  EXPECT_FALSE(p.from_disk_cache());
+  expect_kernel_works(dev, p, "older");
+  p.save_cache();
+  forget_in_memory(dev, src);
+  EXPECT_TRUE(dev.compile(src).from_disk_cache()) << "the rebuilt entry replaced it";
 }
 
 TEST_P(ProgramCl, SavedAgainAfterNewLaunchConfigurations) {
@@ -660,6 +748,22 @@ __kernel void pt(__global real* a, __global const float4* b, __global S* c, __gl
 }
 
 // Several writers store the same entry path at once; every load sees one complete entry.
+// sum64, the checksum of cache entries and saved binaries: every single flipped bit, in each of
+// its four lanes and in the bytes past the last whole 32-byte block, and every truncation changes it.
+TEST(Checksum, EveryFlippedBitAndTruncationChangesTheSum) {
+  std::vector<unsigned char> b(100);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<unsigned char>(i * 37 + 11);
+  const uint64_t sum = detail::sum64(b.data(), b.size());
+  for (size_t i = 0; i < b.size(); ++i)
+    for (int bit = 0; bit < 8; ++bit) {
+      b[i] ^= static_cast<unsigned char>(1u << bit);
+      EXPECT_NE(detail::sum64(b.data(), b.size()), sum) << "byte " << i << " bit " << bit;
+      b[i] ^= static_cast<unsigned char>(1u << bit);
+    }
+  for (size_t n = 0; n < b.size(); ++n) EXPECT_NE(detail::sum64(b.data(), n), sum) << "first " << n << " bytes";
+  EXPECT_EQ(detail::sum64(b.data(), b.size()), sum);
+}
+
 TEST(DiskCache, ConcurrentWritersLeaveOneCompleteEntry) {
   encore_test::ScopedCacheDir dir;
   const std::string key = "concurrent-key\0with nul"s;

@@ -14,6 +14,7 @@
 #include "encore/encore.hpp"
 #include "encore/log.hpp"
 #include "encore/workload.hpp"
+#include "workload/binary.hpp"
 #include "test_util.hpp"
 #include "workload_test_util.hpp"
 
@@ -154,6 +155,28 @@ TEST_F(LoadUnitCl, FromSavedBinariesWithoutCompiling) {
   EXPECT_TRUE(std::filesystem::is_empty(cache.path())) << "nothing was compiled, so nothing was cached";
 }
 
+// The sum is written as sum64 ("s64-" and 16 hex digits); a file saved before, with the binary's
+// 64-bit FNV-1a (16 hex digits alone), still builds from its binary, and a damage is still seen.
+TEST_F(LoadUnitCl, OlderFnvSumStillLoadsTheBinary) {
+  ScopedCacheDir cache;
+  std::string json = slurp(file);
+  const size_t at = json.find("\"sum\": \"s64-");
+  ASSERT_NE(at, std::string::npos) << json;
+  const std::string bin = slurp(dir / "step.data" / "p0.clbin");
+  uint64_t h = 1469598103934665603ull;
+  for (char c : bin) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  char sum[20];
+  std::snprintf(sum, sizeof sum, "%016llx", static_cast<unsigned long long>(h));
+  json.replace(at + 8, 20, sum);
+  spit(file, json);
+  expect_runs_equal(dev, file, expected, true);
+  const std::string right = sum;
+  sum[0] = sum[0] == '0' ? '1' : '0';
+  json.replace(at + 8, 16, sum);
+  spit(file, json);
+  expect_load_says(dev, file, "does not hold the bytes that were saved (checksum " + right + ", recorded " + sum + ")");
+}
+
 TEST_F(LoadUnitCl, EditedKeyCompilesFromSource) {
   ScopedCacheDir cache;
   std::string json = slurp(file);
@@ -185,11 +208,7 @@ TEST_F(LoadUnitCl, BinaryTheDriverRejectsCompilesFromSource) {
   std::string json = slurp(file);
   const size_t at = json.find("\"sum\": \"");
   ASSERT_NE(at, std::string::npos);
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : junk) h = (h ^ c) * 1099511628211ull;
-  char sum[20];
-  std::snprintf(sum, sizeof sum, "%016llx", static_cast<unsigned long long>(h));
-  json.replace(at + 8, 16, sum);
+  json.replace(at + 8, 20, wl::detail::binary_sum(junk));
   spit(file, json);
   expect_load_says(dev, file, "the driver rejected it");
   expect_runs_equal(dev, file, expected, false);
@@ -231,6 +250,9 @@ TEST(LoadUnitParse, BinaryEntryIsChecked) {
     return R"({"format": "encore.workload/1", "name": "b", "programs": {"p": {"source": "__kernel void k(__global float* x) {}", "binary": )" + binary +
            R"(}}, "buffers": {"x": {"dtype": "f32", "count": 4, "role": "state"}}, "step": [{"launch": "p.k", "args": [{"buf": "x"}], "global": [4]}]})";
   };
+  EXPECT_EQ(wl::parse(doc(R"({"file": "p.clbin", "key": "k", "sum": "s64-0123456789abcdef"})")).programs[0].binary_sum, "s64-0123456789abcdef");
+  for (const char* bad : {"s64-0123456789ABCDEF", "s64-0123456789abcde", "s640123456789abcdef", "x64-0123456789abcdef"})
+    EXPECT_THROW((void)wl::parse(doc(std::string(R"({"file": "p.clbin", "key": "k", "sum": ")") + bad + "\"}")), encore::WorkloadError) << bad;
   const wl::Workload w = wl::parse(doc(R"({"file": "p.clbin", "key": "k", "sum": "0123456789abcdef"})"), "/somewhere");
   EXPECT_EQ(w.programs[0].binary_file, std::filesystem::path("/somewhere/p.clbin"));
   EXPECT_EQ(w.programs[0].binary_key, "k");
