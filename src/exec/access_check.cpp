@@ -162,6 +162,7 @@ void finish_access_checks(Recorder& r) {
 }
 
 bool has_access_claims(const KernelImpl& k, const std::vector<Arg>& args) {
+  if (k.program->dev->is_null()) return false;  // its kernels run nothing: no claim can be tried
   const auto& params = k.sig->params;
   for (size_t i = 0; i < args.size() && i < params.size(); ++i)
     if (args[i].kind == Arg::Kind::buffer && (read_claim(params[i], args[i].access) || out_claim(params[i], args[i].access))) return true;
@@ -238,9 +239,9 @@ void run_checking_access(const ExecItem& it) {
   std::vector<std::vector<unsigned char>> inverted(n), outcome(n);
   PendingReads reading_trial;  // after the vectors, as above
   Drain drain;                 // the scratch copies' writes read `before` and `inverted`
+  drain.dev = it.kernel.impl()->program->dev.get();  // (a launch's buffers are all on its device)
   for (size_t i = 0; i < n; ++i) {
     if (!buffer[i]) continue;
-    drain.dev = args[i].buf.impl()->dev.get();
     if (args[i].access == Access::out) {
       inverted[i] = before[i];
       for (unsigned char& c : inverted[i]) c = static_cast<unsigned char>(~c);

@@ -19,7 +19,8 @@
 
 namespace encore::detail {
 
-// Whether a launch of `k` with resolved `args` holds a claim the check tries.
+// Whether a launch of `k` with resolved `args` holds a claim the check tries (never on the NULL
+// device, whose kernels run nothing).
 bool has_access_claims(const KernelImpl& k, const std::vector<Arg>& args);
 
 struct Recorder;

@@ -291,10 +291,11 @@ __kernel void res_b(__global uchar* bytes, __global real* y, float s) { int i = 
   auto facts = [](const Program& p) {
     std::vector<std::string> out;
     for (const std::string& k : p.kernel_names()) {
-      const detail::KernelImpl& ki = *p.kernel(k).impl();
+      const Kernel kern = p.kernel(k);
+      const detail::KernelImpl& ki = *kern.impl();
       for (size_t i = 0; i < ki.sig->padding.size(); ++i)
         for (auto [b, e] : ki.sig->padding[i]) out.push_back(k + " pad " + std::to_string(i) + ":" + std::to_string(b) + "-" + std::to_string(e));
-      for (const KernelParam& q : p.kernel(k).params())
+      for (const KernelParam& q : kern.params())
         out.push_back(k + " " + q.name + " " + q.type_name + " pointee " + (q.pointee ? std::string(encore::name(*q.pointee)) : "-") + "x" +
                       std::to_string(q.pointee_lanes) + " bytes " + std::to_string(q.value_bytes) + " access " +
                       (q.inferred_access ? encore::name(*q.inferred_access) : "-") + (q.inferred_store_only ? " store-only" : ""));
@@ -900,6 +901,22 @@ __kernel void ignores(__global float* x, __global float* y) { }
     u();
   }
   EXPECT_EQ(encore::testing::access_trial_runs.load() - before, 0u) << "an out on a parameter never named is proven";
+}
+
+// The NULL device runs no kernel, so no claim can be tried there: a capture on NULL neither runs a
+// trial nor holds snapshots, even for claims OpenCL would refuse.
+TEST(AccessCheckNull, NothingIsTried) {
+  Device dev = Device::open("NULL");
+  Program pr = dev.compile("__kernel void null_acc(__global float* x, __global float* y) { int i = get_global_id(0); y[i] += x[i]; }");
+  Buffer x = dev.alloc<float>(64), y = dev.alloc<float>(64);
+  const uint64_t trials = encore::testing::access_trial_runs.load();
+  Capture cap;
+  cap.add_input(x);
+  dev.launch(pr.kernel("null_acc"), {64}, {}, x, encore::out(y));
+  dev.launch(pr.kernel("null_acc"), {64}, {}, encore::in(y), x);
+  EXPECT_EQ(detail::current_recorder()->access_checks, nullptr) << "no snapshot was taken";
+  EXPECT_NO_THROW((void)cap.end());
+  EXPECT_EQ(encore::testing::access_trial_runs.load(), trials);
 }
 
 // The capture's in claims are compared when the capture ends, not launch by launch: no launch waits

@@ -132,6 +132,9 @@ TEST(AccessCheck, InOnAWrittenBufferIsAJitError) {
   } catch (const JitError& err) {
     encore_test::expect_has(err.what(), {"ac_accumulate", "argument 1", "float* acc", "encore::in", "changed"});
   }
+  // the jit is left clean: the next call captures again and is refused again, never replaying
+  EXPECT_THROW(jit(x), JitError);
+  EXPECT_FALSE(jit.next_call_replays(x));
 }
 
 // The explicit capture path checks too: a launch whose out claim is tried is refused itself; an in
