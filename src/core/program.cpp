@@ -71,7 +71,7 @@ struct Resolved {
 };
 
 // resolve_pointees on a second thread, for a build from a binary whose parameter lists are known
-// before it: its second reading of the source (a quarter of a warm compile's time on PoCL) then
+// before it: its second reading of the source (0.44 ms of train_mlp's 4.6 ms warm compile on PoCL) then
 // runs beside the driver's build instead of after it. Inline where no thread can be started. The
 // future is waited for (or destroyed, which waits) before `source`, `inc` and `options` go.
 std::future<Resolved> resolve_aside(const std::vector<detail::KernelSignature>& sigs, const std::string& source, const detail::Includes& inc,

@@ -13,8 +13,9 @@
 // of them), and so is the out check of a launch whose buffers overlap each other. The cost is paid at
 // capture only. In claims do not wait: their reads before and after the launch are queued around it,
 // and the capture's end waits for them all and compares (a wrong claim is then end()'s JitError); a
-// launch that finds 64 MiB of snapshots held waits and compares them first. A launch with an out
-// claim the source does not prove waits for its reads, runs a second time, and is refused itself.
+// launch that finds 64 MiB of snapshots (or 4096 reads) held waits and compares them first. A launch
+// with an out claim the source does not prove compares those held too, waits for its own reads, runs
+// a second time, and is refused itself: the first wrong claim in launch order is the one named.
 #include "exec/kind.hpp"
 
 namespace encore::detail {
@@ -26,8 +27,8 @@ bool has_access_claims(const KernelImpl& k, const std::vector<Arg>& args);
 struct Recorder;
 
 // Runs `item` (a kernel launch with such claims) eagerly through run_item_eager and checks its
-// claims; JitError naming the kernel, the argument and what was seen when one fails (the launch
-// itself has run by then).
+// claims, or queues their reads for finish_access_checks; JitError naming the kernel, the argument
+// and what was seen when one fails (the launch itself has run by then).
 void run_checking_access(const ExecItem& item);
 
 // Compares the capture's deferred in claims once their reads are done (Capture's end); JitError for
