@@ -282,7 +282,9 @@ ENCORE_API void save_workload(const ExecutionUnit& unit, const std::filesystem::
 // does not fit (another device or driver, edited options or source, a damaged or missing file) is
 // compiled from source instead, never used: from_source names it and ENCORE_DEBUG=1 says why.
 // WorkloadError for what the format or the device refuses, and for a file with "shapes"; JitError
-// for a step a record-only capture cannot hold.
+// for a step a record-only capture cannot hold. The buffers are made on a thread of their own while
+// the programs build (on the calling thread where no thread can start); an error of the build is
+// reported before one of the buffers'.
 struct ENCORE_API LoadedUnit {
   ExecutionUnit unit;
   std::vector<std::string> names;        // per buffer: its name in the file
@@ -298,7 +300,8 @@ ENCORE_API LoadedUnit load_unit(const Device& dev, const std::filesystem::path& 
 
 // `encore-bench start`: a new process's way to its first replayed step, timed: opening the device,
 // then either loading the saved unit (load_unit) or, with from_source, what a program does
-// (compile from source, TinyJit's warm-up and capture calls), then the first replay to completion.
+// (compile from source with its buffers made beside it, as load_unit makes them, TinyJit's warm-up
+// and capture calls), then the first replay to completion.
 // After the timing, the calls made are run eagerly from the same initial state and compared.
 struct ENCORE_API StartReport {
   std::string name, device, path;

@@ -23,7 +23,8 @@ LoadedUnit load_unit(const Device& dev, const std::filesystem::path& file, const
   const Workload w = load(file);
   if (!w.sets.empty())
     throw WorkloadError("shapes", "a workload with shape sets holds one step per set; load_unit loads one step (a file without \"shapes\")");
-  const Compiled c = validate(w, dev);
+  // the saved binaries' build, with the buffers made beside it
+  auto [c, initial] = compile_beside_buffers(w, dev, [&] { return validate(w, dev); });
   LoadedUnit out;
   for (size_t k = 0; k < w.programs.size(); ++k)
     if (!c.programs[k].from_binary() && !dev.is_null()) out.from_source.push_back(w.programs[k].name);
@@ -33,9 +34,8 @@ LoadedUnit load_unit(const Device& dev, const std::filesystem::path& file, const
   if (r.has_host_input())
     throw WorkloadError("step", "an argument takes per-call bytes ({\"bytes\": [...]}): load_unit gives a unit without host inputs; run such a file with encore-bench run");
   World world;
-  world.resident = r.make_resident();
-  std::vector<Buffer> inputs;
-  for (int b : r.inputs()) inputs.push_back(r.make(static_cast<size_t>(b), 0));
+  world.resident = std::move(initial.resident);
+  const std::vector<Buffer> inputs = std::move(initial.inputs);
   const std::vector<BoundVar> values = r.bind(0);  // each variable at its first value (save_workload writes the one it had)
   std::vector<Buffer> outputs;
   {

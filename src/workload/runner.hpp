@@ -6,7 +6,9 @@
 //   std::vector<Buffer> outs = r.step(world, world.input_sets[0][0], r.host(0));
 #include <unistd.h>
 
+#include <future>
 #include <new>
+#include <system_error>
 #include <span>
 #include <vector>
 
@@ -21,6 +23,78 @@ struct World {
   std::vector<std::vector<std::vector<Buffer>>> input_sets;    // [shape set][rotation][k]: used inputs, in declaration order
 };
 
+// Buffer b of w on dev, holding input set `set`'s initial contents.
+inline Buffer make_buffer(const Workload& w, const Device& dev, size_t b, uint64_t set) {
+  const BufferSpec& s = w.buffers[b];
+  // its initial contents are generated in host memory first: more than the host has is the
+  // file's error, said before trying (a bare std::bad_alloc, or the OOM killer, otherwise)
+  const double bytes = static_cast<double>(s.count) * static_cast<double>(size(s.dtype));
+  const double host = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  auto too_large = [&] {
+    return WorkloadError("buffers." + s.name + ".count", std::to_string(s.count) + " x " + std::string(name(s.dtype)) + " = " +
+                                                             std::to_string(static_cast<uint64_t>(bytes)) + " bytes of initial contents " +
+                                                             "do not fit in this host's memory (" + std::to_string(static_cast<uint64_t>(host)) + " bytes)");
+  };
+  if (host > 0 && bytes > host) throw too_large();
+  try {
+    Buffer buf = dev.alloc(s.dtype, s.count);
+    buf.set_name(s.name);
+    buf.copyin_bytes(initial_bytes(w, b, set).data(), buf.nbytes());
+    return buf;
+  } catch (const std::bad_alloc&) {
+    throw too_large();
+  }
+}
+
+// The inputs some step item uses, in declaration order: the step's arguments.
+inline std::vector<int> used_inputs(const Workload& w) {
+  std::vector<bool> used(w.buffers.size());
+  for (const ItemSpec& it : w.step) {
+    if (it.kind == ItemSpec::Kind::copy) used[it.src] = used[it.dst] = true;
+    for (const ArgSpec& a : it.args)
+      if (a.kind == ArgSpec::Kind::buffer) used[a.buffer] = true;
+  }
+  std::vector<int> out;
+  for (size_t b = 0; b < w.buffers.size(); ++b)
+    if (w.buffers[b].role == Role::input && used[b]) out.push_back(static_cast<int>(b));
+  return out;
+}
+
+// The buffers a run starts from: resident (state and const, null elsewhere) and the used inputs,
+// input set 0.
+struct Initial {
+  std::vector<Buffer> resident;
+  std::vector<Buffer> inputs;
+};
+inline std::vector<Buffer> make_resident(const Workload& w, const Device& dev) {
+  std::vector<Buffer> r(w.buffers.size());
+  for (size_t b = 0; b < w.buffers.size(); ++b)
+    if (w.buffers[b].role == Role::state || w.buffers[b].role == Role::const_) r[b] = make_buffer(w, dev, b, 0);
+  return r;
+}
+inline Initial make_initial(const Workload& w, const Device& dev) {
+  Initial i{make_resident(w, dev), {}};
+  for (int b : used_inputs(w)) i.inputs.push_back(make_buffer(w, dev, static_cast<size_t>(b), 0));
+  return i;
+}
+
+// A start-up's compile with its buffers made on a thread of their own meanwhile, as an engine
+// loads its assets beside its pipeline builds. On PoCL the two took turns on two cores: train_mlp's
+// step spent 2.6-3.4 ms making its buffers (generating the bytes, and the device memory's first
+// touch in each copyin) after a 2.8-2.9 ms compile. Without a thread, one after the other. A
+// compile that throws waits for the buffers (the future's destructor) and its error is the one
+// reported.
+template <class F> auto compile_beside_buffers(const Workload& w, const Device& dev, F&& compile) {
+  std::future<Initial> made;
+  try {
+    made = std::async(std::launch::async, [&w, &dev] { return make_initial(w, dev); });
+  } catch (const std::system_error&) {
+  }
+  auto compiled = compile();
+  Initial initial = made.valid() ? made.get() : make_initial(w, dev);
+  return std::pair{std::move(compiled), std::move(initial)};
+}
+
 class Runner {
  public:
   // `vars`: the Variables of another shape set's runner (all sets share them), else made here.
@@ -32,11 +106,10 @@ class Runner {
         vars_.push_back(v.type == VarType::i64   ? Variable(v.name, v.min, v.max)
                         : v.type == VarType::f32 ? Variable::f32(v.name, v.fmin, v.fmax)
                                                  : Variable::f64(v.name, v.fmin, v.fmax));
-    std::vector<bool> used_buf(w.buffers.size()), used_var(w.variables.size());
+    std::vector<bool> used_var(w.variables.size());
     for (size_t i = 0; i < w.step.size(); ++i) {
       const ItemSpec& it = w.step[i];
       if (it.kind == ItemSpec::Kind::copy) {
-        used_buf[it.src] = used_buf[it.dst] = true;
         templates_.emplace_back();
         host_off_.emplace_back();
         globals_.emplace_back();
@@ -59,7 +132,6 @@ class Runner {
       host_off_.emplace_back(it.args.size(), -1);
       for (const ArgSpec& a : it.args) switch (a.kind) {
           case ArgSpec::Kind::buffer:
-            used_buf[a.buffer] = true;
             args.emplace_back(BufferArg{Buffer(), a.access});
             break;
           case ArgSpec::Kind::scalar: {
@@ -84,43 +156,17 @@ class Runner {
         }
       templates_.push_back(std::move(args));
     }
-    for (size_t b = 0; b < w.buffers.size(); ++b) {
-      if (w.buffers[b].role == Role::input && used_buf[b]) inputs_.push_back(static_cast<int>(b));
+    inputs_ = used_inputs(w);
+    for (size_t b = 0; b < w.buffers.size(); ++b)
       if (w.buffers[b].role == Role::output) outputs_.push_back(static_cast<int>(b));
-    }
     // Only variables some item uses are passed to the jit: a capture knows no others.
     for (size_t v = 0; v < vars_.size(); ++v)
       if (used_var[v]) used_vars_.push_back(static_cast<int>(v));
   }
 
-  Buffer make(size_t b, uint64_t set) const {
-    const BufferSpec& s = w_.buffers[b];
-    // its initial contents are generated in host memory first: more than the host has is the
-    // file's error, said before trying (a bare std::bad_alloc, or the OOM killer, otherwise)
-    const double bytes = static_cast<double>(s.count) * static_cast<double>(size(s.dtype));
-    const double host = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
-    auto too_large = [&] {
-      return WorkloadError("buffers." + s.name + ".count", std::to_string(s.count) + " x " + std::string(name(s.dtype)) + " = " +
-                                                               std::to_string(static_cast<uint64_t>(bytes)) + " bytes of initial contents " +
-                                                               "do not fit in this host's memory (" + std::to_string(static_cast<uint64_t>(host)) + " bytes)");
-    };
-    if (host > 0 && bytes > host) throw too_large();
-    try {
-      Buffer buf = dev_.alloc(s.dtype, s.count);
-      buf.set_name(s.name);
-      buf.copyin_bytes(initial_bytes(w_, b, set).data(), buf.nbytes());
-      return buf;
-    } catch (const std::bad_alloc&) {
-      throw too_large();
-    }
-  }
+  Buffer make(size_t b, uint64_t set) const { return make_buffer(w_, dev_, b, set); }
 
-  std::vector<Buffer> make_resident() const {
-    std::vector<Buffer> r(w_.buffers.size());
-    for (size_t b = 0; b < w_.buffers.size(); ++b)
-      if (w_.buffers[b].role == Role::state || w_.buffers[b].role == Role::const_) r[b] = make(b, 0);
-    return r;
-  }
+  std::vector<Buffer> make_resident() const { return workload::detail::make_resident(w_, dev_); }
 
   // --rotate input sets of this shape set's sizes
   std::vector<std::vector<Buffer>> make_inputs() const {

@@ -74,12 +74,13 @@ StartReport start(const std::filesystem::path& file, const std::string& device, 
   } else {
     Workload src = w;
     for (ProgramSpec& p : src.programs) p.binary_file.clear();  // as a program written by hand: compiled
-    cs = std::make_unique<Compiled>(validate(src, dev));
+    // the compile with the buffers made beside it, as load_unit does
+    auto [c, initial] = compile_beside_buffers(w, dev, [&] { return validate(src, dev); });
+    cs = std::make_unique<Compiled>(std::move(c));
     r.compiled = dev.is_null() ? 0 : src.programs.size();
     rn = std::make_unique<Runner>(w, dev, *cs, ro);
-    jw.resident = rn->make_resident();
-    std::vector<Buffer> ins;
-    for (int b : rn->inputs()) ins.push_back(rn->make(static_cast<size_t>(b), 0));
+    jw.resident = std::move(initial.resident);
+    const std::vector<Buffer> ins = std::move(initial.inputs);
     const Runner& runner = *rn;
     TinyJit jit([&runner, &jw](const std::vector<Buffer>& in, const std::vector<std::span<const unsigned char>>& host,
                                const std::vector<BoundVar>&) { return runner.step(jw, in, host); });

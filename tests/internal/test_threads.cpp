@@ -139,6 +139,34 @@ TEST_F(Threads, ConcurrentCopyinCopyoutOfDifferentBuffers) {
 }
 
 // Two threads each take the backend handle of one view (and its storage) at once.
+// A start-up's shape (workload::load_unit, encore-bench start): one thread builds a program (from
+// source, then again from encore's caches) while another allocates buffers and copies bytes in.
+TEST_F(Threads, CompileBesideAllocationAndCopyin) {
+  const std::string src = kSrc + std::string("// beside ") + encore_test::unique_token();
+  constexpr size_t n = 4096;
+  std::vector<encore::Program> built;
+  std::vector<Buffer> made;
+  together(2, [&](int t) {
+    if (t == 0)
+      for (int r = 0; r < 3; ++r) built.push_back(dev.compile(src));
+    else
+      for (int i = 0; i < 8; ++i) {
+        Buffer b = dev.alloc<float>(n);
+        b.copyin(std::vector<float>(n, float(i + 1)));
+        made.push_back(b);
+      }
+  });
+  ASSERT_EQ(built.size(), 3u);
+  ASSERT_EQ(made.size(), 8u);
+  Buffer y = dev.alloc<float>(n);
+  for (size_t i = 0; i < made.size(); ++i) {
+    dev.launch(built[i % 3].kernel("th_scale"), {n}, {}, made[i], y, 2.f);
+    if (!computes()) continue;
+    EXPECT_EQ(made[i].copyout<float>(), std::vector<float>(n, float(i + 1))) << "buffer " << i;
+    EXPECT_EQ(y.copyout<float>(), std::vector<float>(n, 2.f * float(i + 1))) << "buffer " << i;
+  }
+}
+
 TEST_F(Threads, OneViewHandleMadeOnce) {
   for (int round = 0; round < 50; ++round) {
     Buffer root = dev.alloc<float>(1024);

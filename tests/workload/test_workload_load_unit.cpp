@@ -267,3 +267,36 @@ TEST(LoadUnitParse, BinaryEntryIsChecked) {
   // a missing binary file falls back to the source (NULL: there is nothing to build anyway)
   EXPECT_NO_THROW(wl::validate(w, encore::Device::open("NULL")));
 }
+
+// load_unit makes the file's buffers on a thread of its own while the programs build: an error
+// from either side still reaches the caller, the compile's first (it is what the file gets wrong
+// first), and the buffers made meanwhile are freed (ASan in CI).
+TEST(LoadUnitNull, ErrorsFromTheBuildAndFromTheBuffersMadeBesideIt) {
+  encore::Device dev = encore::Device::open("NULL");
+  std::filesystem::path dir = fresh_dir("encore_load_unit", "errors");
+  auto doc = [&](const char* kernel, const char* count) {
+    const std::filesystem::path f = dir / (std::string(kernel) + "_" + count + ".json");
+    spit(f, std::string(R"({"format": "encore.workload/1", "name": "e", "programs": {"p": {"source": "__kernel void k(__global float* x) {}"}},)") +
+                R"( "buffers": {"x": {"dtype": "f32", "count": )" + count + R"(, "role": "state"}, "y": {"dtype": "f32", "count": 64, "role": "input"}},)" +
+                R"( "step": [{"launch": "p.)" + kernel + R"(", "args": [{"buf": "x"}], "global": [4]}, {"launch": "p.k", "args": [{"buf": "y"}], "global": [4]}]})");
+    return f;
+  };
+  auto message = [&](const std::filesystem::path& f) {
+    try {
+      (void)wl::load_unit(dev, f);
+    } catch (const encore::WorkloadError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string huge = "274877906944";  // 1 TiB of f32: more than any host here
+  EXPECT_NE(message(doc("nope", "4")).find("nope"), std::string::npos) << "the build's side";
+  EXPECT_NE(message(doc("k", huge.c_str())).find("do not fit in this host's memory"), std::string::npos) << "the buffers' side";
+  const std::string both = message(doc("nope", huge.c_str()));
+  EXPECT_NE(both.find("nope"), std::string::npos) << both;
+  EXPECT_EQ(both.find("do not fit"), std::string::npos) << both;
+  // and the same device loads a good file afterwards
+  wl::LoadedUnit lu = wl::load_unit(dev, doc("k", "4"));
+  EXPECT_EQ(lu.unit.num_inputs(), 1u);
+  EXPECT_NO_THROW(lu.unit());
+}
