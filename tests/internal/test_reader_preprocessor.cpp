@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -389,7 +390,8 @@ TEST(ReaderPreprocessor, HeadersInPlace) {
 // Random programs in the shapes the issue lists: conditional typedefs and #defines, #undef,
 // structs whose members depend on conditions, -D values in expressions, macros for keywords,
 // self-referencing macros, multi-word types, backslash-newlines, kernels under #if 0, and
-// conditions on names only the driver knows.
+// conditions on names only the driver knows. ENCORE_TEST_READER_PROGRAMS=N runs N programs of 80
+// cases (default 4).
 struct Gen {
   std::mt19937 rng;
   explicit Gen(uint32_t seed) : rng(seed) {}
@@ -543,7 +545,9 @@ TEST(ReaderPreprocessor, DifferentialAgainstTheDriver) {
   if (!encore_test::have_cl()) GTEST_SKIP() << "no OpenCL device";
   Device dev = Device::open("CL");
   if (!dev.supports(DType::f64)) GTEST_SKIP() << "the generated kernels use double";
-  const int programs = 4, per_program = 80;
+  // ENCORE_TEST_READER_PROGRAMS=N: a longer run (seeds 1234 on; each program is 80 cases)
+  const char* env = std::getenv("ENCORE_TEST_READER_PROGRAMS");
+  const int programs = env && *env ? std::atoi(env) : 4, per_program = 80;
   int decided = 0, undecided = 0, checks = 0;
   for (int prog = 0; prog < programs; ++prog) {
     Gen g(1234u + static_cast<uint32_t>(prog));
