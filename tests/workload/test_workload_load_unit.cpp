@@ -245,6 +245,18 @@ TEST(LoadUnitNull, ShapesAreRefused) {
   EXPECT_THROW(wl::load_unit(encore::Device::open("NULL"), kData + "shapes.json"), encore::WorkloadError);
 }
 
+// encore-bench start reads the file itself (after the timing on the saved unit's path, where
+// load_unit reads it): a file with shape sets is refused on both paths.
+TEST(LoadUnitNull, StartRefusesShapesOnBothPaths) {
+  for (bool from_source : {false, true}) {
+    std::vector<std::string> args = {"start", kData + "shapes.json", "--device", "NULL"};
+    if (from_source) args.push_back("--from-source");
+    BenchRun r = bench(args);
+    EXPECT_EQ(r.rc, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("shape"), std::string::npos) << r.err;
+  }
+}
+
 TEST(LoadUnitParse, BinaryEntryIsChecked) {
   auto doc = [](const std::string& binary) {
     return R"({"format": "encore.workload/1", "name": "b", "programs": {"p": {"source": "__kernel void k(__global float* x) {}", "binary": )" + binary +
