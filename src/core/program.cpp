@@ -2,9 +2,9 @@
 
 #include <future>
 #include <iostream>
-#include <system_error>
 
 #include "encore/device.hpp"
+#include "core/async_beside.hpp"
 #include "core/env.hpp"
 #include "core/program_impl.hpp"
 #include "trace/trace.hpp"
@@ -72,7 +72,7 @@ struct Resolved {
 
 // resolve_pointees on a second thread, for a build from a binary whose parameter lists are known
 // before it: its second reading of the source (0.44 ms of train_mlp's 4.6 ms warm compile on PoCL) then
-// runs beside the driver's build instead of after it. Inline where no thread can be started. The
+// runs beside the driver's build instead of after it (at get() where no thread can be started). The
 // future is waited for (or destroyed, which waits) before `source`, `inc` and `options` go.
 std::future<Resolved> resolve_aside(const std::vector<detail::KernelSignature>& sigs, const std::string& source, const detail::Includes& inc,
                                     const std::string& options) {
@@ -80,11 +80,7 @@ std::future<Resolved> resolve_aside(const std::vector<detail::KernelSignature>& 
     std::vector<std::string> notes = detail::resolve_pointees(sigs, source, inc.texts, options, &inc.edges);
     return Resolved{std::move(sigs), std::move(notes)};
   };
-  try {
-    return std::async(std::launch::async, work);
-  } catch (const std::system_error&) {
-    return std::async(std::launch::deferred, work);
-  }
+  return detail::async_beside(std::move(work));
 }
 
 // Fills `p`'s kernels' pointees and inferred access: from `aside` where it read the lists the build

@@ -6,12 +6,11 @@
 //   std::vector<Buffer> outs = r.step(world, world.input_sets[0][0], r.host(0));
 #include <unistd.h>
 
-#include <future>
 #include <new>
-#include <system_error>
 #include <span>
 #include <vector>
 
+#include "core/async_beside.hpp"
 #include "workload/reader.hpp"
 
 namespace encore::workload::detail {
@@ -78,21 +77,15 @@ inline Initial make_initial(const Workload& w, const Device& dev) {
   return i;
 }
 
-// A start-up's compile with its buffers made on a thread of their own meanwhile, as an engine
-// loads its assets beside its pipeline builds. On PoCL the two took turns on two cores: train_mlp's
-// step spent 2.6-3.4 ms making its buffers (generating the bytes, and the device memory's first
-// touch in each copyin) after a 2.8-2.9 ms compile. Without a thread, one after the other. A
-// compile that throws waits for the buffers (the future's destructor) and its error is the one
-// reported.
+// A start-up's compile with its buffers made beside it (encore::detail::async_beside), as an
+// engine loads its assets beside its pipeline builds. On PoCL the two took turns on two cores:
+// train_mlp's step spent 2.6-3.4 ms making its resident buffers (generating the bytes, and the
+// device memory's first touch in each copyin) after a 2.8-2.9 ms compile. A compile that throws is
+// the error reported: the buffers are waited for (made on a thread) or never made (deferred).
 template <class F> auto compile_beside_buffers(const Workload& w, const Device& dev, F&& compile) {
-  std::future<Initial> made;
-  try {
-    made = std::async(std::launch::async, [&w, &dev] { return make_initial(w, dev); });
-  } catch (const std::system_error&) {
-  }
+  auto made = encore::detail::async_beside([&w, &dev] { return make_initial(w, dev); });
   auto compiled = compile();
-  Initial initial = made.valid() ? made.get() : make_initial(w, dev);
-  return std::pair{std::move(compiled), std::move(initial)};
+  return std::pair{std::move(compiled), made.get()};
 }
 
 class Runner {

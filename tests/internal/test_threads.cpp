@@ -138,7 +138,6 @@ TEST_F(Threads, ConcurrentCopyinCopyoutOfDifferentBuffers) {
   EXPECT_EQ(wrong.load(), 0);
 }
 
-// Two threads each take the backend handle of one view (and its storage) at once.
 // A start-up's shape (workload::load_unit, encore-bench start): one thread builds a program (from
 // source, then again from encore's caches) while another allocates buffers and copies bytes in.
 TEST_F(Threads, CompileBesideAllocationAndCopyin) {
@@ -167,6 +166,7 @@ TEST_F(Threads, CompileBesideAllocationAndCopyin) {
   }
 }
 
+// Two threads each take the backend handle of one view (and its storage) at once.
 TEST_F(Threads, OneViewHandleMadeOnce) {
   for (int round = 0; round < 50; ++round) {
     Buffer root = dev.alloc<float>(1024);
