@@ -20,5 +20,7 @@ std::atomic<uint64_t> access_check_settles{0};
 std::atomic<size_t> null_kernel_work_group_limit{0};
 std::atomic<void*> fail_context_device{nullptr};
 std::atomic<bool> fail_cache_insert{false};
+std::atomic<bool> fail_thread_start{false};
+std::atomic<uint64_t> beside_deferred{0};
 std::atomic<uint64_t> cl_metadata_builds{0};
 }  // namespace encore::testing

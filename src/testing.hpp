@@ -50,6 +50,10 @@ extern std::atomic<bool> fail_cache_insert;
 // OpenCL programs whose parameter types came from a metadata build (-cl-kernel-arg-info) because
 // the source could not be read (not counting ENCORE_CHECK_SIGNATURES's comparison builds).
 extern std::atomic<uint64_t> cl_metadata_builds;
+// No thread can be started for work beside the caller's (as at the process's thread limit):
+// detail::async_beside defers it to get() instead; and how many times it did so far.
+extern std::atomic<bool> fail_thread_start;
+extern std::atomic<uint64_t> beside_deferred;
 }  // namespace encore::testing
 #define ENCORE_TESTING_IS(name) (::encore::testing::name)
 #define ENCORE_TESTING_DO(...) __VA_ARGS__

@@ -283,8 +283,8 @@ ENCORE_API void save_workload(const ExecutionUnit& unit, const std::filesystem::
 // compiled from source instead, never used: from_source names it and ENCORE_DEBUG=1 says why.
 // WorkloadError for what the format or the device refuses, and for a file with "shapes"; JitError
 // for a step a record-only capture cannot hold. The buffers are made on a thread of their own while
-// the programs build (on the calling thread where no thread can start); an error of the build is
-// reported before one of the buffers'.
+// the programs build (where no thread can start: on the calling thread after the build, and not at
+// all when the build fails); an error of the build is reported before one of the buffers'.
 struct ENCORE_API LoadedUnit {
   ExecutionUnit unit;
   std::vector<std::string> names;        // per buffer: its name in the file

@@ -9,12 +9,16 @@
 #include <system_error>
 #include <utility>
 
+#include "testing.hpp"
+
 namespace encore::detail {
 
 template <class F> auto async_beside(F work) {
   try {
+    ENCORE_TESTING_DO(if (testing::fail_thread_start) throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again));)
     return std::async(std::launch::async, work);
   } catch (const std::system_error&) {
+    ENCORE_TESTING_DO(++testing::beside_deferred;)
     return std::async(std::launch::deferred, std::move(work));
   }
 }

@@ -321,6 +321,24 @@ __kernel void res_b(__global uchar* bytes, __global real* y, float s) { int i = 
   Program loaded = dev.compile_binary(src, "", binary, key);
   ASSERT_TRUE(loaded.from_binary());
   EXPECT_EQ(facts(loaded), want);
+  loaded = Program();
+
+  // the same where no thread can be started: the source is read at the end, on the caller's thread
+  struct NoThreads {
+    NoThreads() { encore::testing::fail_thread_start = true; }
+    ~NoThreads() { encore::testing::fail_thread_start = false; }
+  } no_threads;
+  const uint64_t deferred = encore::testing::beside_deferred;
+  forget_in_memory(dev, src);
+  cached = dev.compile(src);
+  ASSERT_TRUE(cached.from_disk_cache());
+  EXPECT_EQ(facts(cached), want);
+  cached = Program();
+  forget_in_memory(dev, src);
+  loaded = dev.compile_binary(src, "", binary, key);
+  ASSERT_TRUE(loaded.from_binary());
+  EXPECT_EQ(facts(loaded), want);
+  EXPECT_EQ(encore::testing::beside_deferred - deferred, 2u) << "both builds read the source on the caller's thread";
 }
 
 TEST_P(ProgramCl, DiskCacheOffWithZero) {

@@ -14,7 +14,9 @@
 #include "encore/encore.hpp"
 #include "encore/log.hpp"
 #include "encore/workload.hpp"
+#include "testing.hpp"
 #include "workload/binary.hpp"
+#include "workload/runner.hpp"
 #include "test_util.hpp"
 #include "workload_test_util.hpp"
 
@@ -307,6 +309,42 @@ TEST(LoadUnitNull, ErrorsFromTheBuildAndFromTheBuffersMadeBesideIt) {
   const std::string both = message(doc("nope", huge.c_str()));
   EXPECT_NE(both.find("nope"), std::string::npos) << both;
   EXPECT_EQ(both.find("do not fit"), std::string::npos) << both;
+  {
+    // where no thread can be started, the buffers are made after the build, on the caller's
+    // thread, and a build that fails never makes them (load_unit's own step, here in a test build)
+    struct NoThreads {
+      NoThreads() { encore::testing::fail_thread_start = true; }
+      ~NoThreads() { encore::testing::fail_thread_start = false; }
+    } no_threads;
+    const uint64_t deferred = encore::testing::beside_deferred;
+    auto alone = [&](const std::filesystem::path& f) {
+      const wl::Workload w = wl::load(f);
+      try {
+        auto [c, initial] = wl::detail::compile_beside_buffers(w, dev, [&] { return wl::validate(w, dev); });
+        return "made " + std::to_string(initial.resident.size()) + " " + std::to_string(initial.inputs.size());
+      } catch (const encore::WorkloadError& e) {
+        return std::string(e.what());
+      }
+    };
+    EXPECT_NE(alone(doc("nope", "4")).find("nope"), std::string::npos) << "the build's side, no thread";
+    EXPECT_NE(alone(doc("k", huge.c_str())).find("do not fit in this host's memory"), std::string::npos) << "the buffers' side, no thread";
+    const std::string first = alone(doc("nope", huge.c_str()));
+    EXPECT_NE(first.find("nope"), std::string::npos) << first;
+    EXPECT_EQ(first.find("do not fit"), std::string::npos) << first;
+    EXPECT_EQ(alone(doc("k", "4")), "made 2 1");
+    // made after the build, not before it: the build finds none of them (a size not made before
+    // in this test, so the allocator's cache cannot hand one back unseen)
+    const wl::Workload w = wl::load(doc("k", "1000"));
+    const int64_t before = encore::testing::null_live_allocations;
+    int64_t at_build = -1;
+    auto [c, initial] = wl::detail::compile_beside_buffers(w, dev, [&] {
+      at_build = encore::testing::null_live_allocations;
+      return wl::validate(w, dev);
+    });
+    EXPECT_EQ(at_build, before) << "a buffer was made before the build";
+    EXPECT_GT(encore::testing::null_live_allocations, before) << "the buffers were not made after it";
+    EXPECT_EQ(encore::testing::beside_deferred - deferred, 5u) << "every call made its buffers on the caller's thread";
+  }
   // and the same device loads a good file afterwards
   wl::LoadedUnit lu = wl::load_unit(dev, doc("k", "4"));
   EXPECT_EQ(lu.unit.num_inputs(), 1u);
