@@ -7,6 +7,7 @@
 //   NativeMem* m = dev.raw_alloc(n); dev.write(m, 0, host, n, true); dev.launch(k, 1, gws, lws, nullptr);
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -56,6 +57,21 @@ struct BackendProgram {
 struct BuildResult {
   std::unique_ptr<BackendProgram> program;
   std::vector<KernelSignature> kernels;
+};
+
+// The parameter lists a build checks its kernels against: ready (read from the source, or stored
+// with a cached binary), or still being read beside the driver's build (a saved binary's), which
+// the backend asks for only once the driver has built. get(): null where they could not be read.
+//   d.build(source, options, &binary, BuildSignatures([&] { return lists_read_aside(); }));
+class BuildSignatures {
+ public:
+  BuildSignatures(const std::vector<KernelSignature>* ready) : ready_(ready) {}  // NOLINT: a pointer is the usual case
+  explicit BuildSignatures(std::function<const std::vector<KernelSignature>*()> later) : later_(std::move(later)) {}
+  const std::vector<KernelSignature>* get() const { return later_ ? later_() : ready_; }
+
+ private:
+  const std::vector<KernelSignature>* ready_ = nullptr;
+  std::function<const std::vector<KernelSignature>*()> later_;
 };
 
 // The memory of one device: roots (whole allocations) and views into them.
@@ -181,7 +197,7 @@ class CompilerBackend {
   // `signatures`: the parameter lists read from the source (or stored with the cached binary); null
   // when they could not be read: then the backend finds them itself (OpenCL: a metadata build).
   virtual BuildResult build(const std::string& source, const std::string& options, const std::vector<unsigned char>* binary,
-                            const std::vector<KernelSignature>* signatures) = 0;
+                            const BuildSignatures& signatures) = 0;
   // What makes a cached binary fit this device: its name, driver and version (the disk cache key's start).
   virtual std::string cache_key_prefix() const = 0;
 

@@ -118,8 +118,9 @@ class NullDevice final : public DeviceImpl {
   void release_event(NativeEvent*) noexcept override {}
   bool event_times(NativeEvent*, uint64_t*, uint64_t*) override { return false; }
   BuildResult build(const std::string& source, const std::string&, const std::vector<unsigned char>*,
-                    const std::vector<KernelSignature>* signatures) override {
+                    const BuildSignatures& lists) override {
     BuildResult r;
+    const std::vector<KernelSignature>* signatures = lists.get();
     r.kernels = signatures ? *signatures : parse_kernel_signatures(source);
     r.program = std::make_unique<NullProgram>(info.max_work_group_size, r.kernels);
     return r;

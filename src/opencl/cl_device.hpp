@@ -132,7 +132,7 @@ class ClDevice final : public DeviceImpl {
 
   // the compiler: cl_program.cpp
   BuildResult build(const std::string& source, const std::string& options, const std::vector<unsigned char>* binary,
-                    const std::vector<KernelSignature>* signatures) override;
+                    const BuildSignatures& signatures) override;
   std::string cache_key_prefix() const override;
 
  private:

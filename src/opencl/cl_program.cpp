@@ -218,8 +218,9 @@ cl::ProgramH ClDevice::build_program(const std::string& source, const std::strin
 // the source could not be read or disagrees, from a second build with the flag whose binary only
 // answers clGetKernelArgInfo and is never run.
 BuildResult ClDevice::build(const std::string& source, const std::string& options, const std::vector<unsigned char>* binary,
-                            const std::vector<KernelSignature>* signatures) {
+                            const BuildSignatures& lists) {
   cl::ProgramH p = build_program(source, options, binary);
+  const std::vector<KernelSignature>* signatures = lists.get();  // (after the driver's build: they may be read beside it)
   BuildResult r;
   const std::vector<Built> built = kernels_of(p.get(), false);
   std::string why = signatures ? disagreement(*signatures, built) : "the source could not be read";

@@ -151,7 +151,7 @@ class FaultDevice final : public DeviceImpl {
   void release_event(NativeEvent* ev) noexcept override { inner_->release_event(ev); }
   bool event_times(NativeEvent* ev, uint64_t* start_ns, uint64_t* end_ns) override { return inner_->event_times(ev, start_ns, end_ns); }
   BuildResult build(const std::string& source, const std::string& options, const std::vector<unsigned char>* binary,
-                    const std::vector<KernelSignature>* cached) override {
+                    const encore::detail::BuildSignatures& cached) override {
     tick(*c_, "build");
     BuildResult r = inner_->build(source, options, binary, cached);
     r.program = std::make_unique<FaultProgram>(c_, std::move(r.program));
