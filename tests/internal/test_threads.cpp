@@ -139,16 +139,27 @@ TEST_F(Threads, ConcurrentCopyinCopyoutOfDifferentBuffers) {
 }
 
 // A start-up's shape (workload::load_unit, encore-bench start): one thread builds a program (from
-// source, then again from encore's caches) while another allocates buffers and copies bytes in.
+// source, then again from encore's caches, then another from a saved binary, whose source is read
+// on a thread of its own beside the driver's build) while another allocates buffers and copies
+// bytes in.
 TEST_F(Threads, CompileBesideAllocationAndCopyin) {
   const std::string src = kSrc + std::string("// beside ") + encore_test::unique_token();
+  const std::string saved_src = kSrc + std::string("// saved ") + encore_test::unique_token();
+  std::vector<unsigned char> binary;
+  std::string key;
+  if (!dev.is_null()) {
+    encore::Program saved = dev.compile(saved_src);
+    binary = saved.binary();
+    key = saved.binary_key();
+  }  // (let go: a live program would be shared instead of built from the binary)
   constexpr size_t n = 4096;
   std::vector<encore::Program> built;
   std::vector<Buffer> made;
   together(2, [&](int t) {
-    if (t == 0)
-      for (int r = 0; r < 3; ++r) built.push_back(dev.compile(src));
-    else
+    if (t == 0) {
+      for (int r = 0; r < 2; ++r) built.push_back(dev.compile(src));
+      built.push_back(dev.compile_binary(saved_src, "", binary, key));
+    } else
       for (int i = 0; i < 8; ++i) {
         Buffer b = dev.alloc<float>(n);
         b.copyin(std::vector<float>(n, float(i + 1)));
@@ -157,6 +168,7 @@ TEST_F(Threads, CompileBesideAllocationAndCopyin) {
   });
   ASSERT_EQ(built.size(), 3u);
   ASSERT_EQ(made.size(), 8u);
+  EXPECT_EQ(built[2].from_binary(), !dev.is_null());
   Buffer y = dev.alloc<float>(n);
   for (size_t i = 0; i < made.size(); ++i) {
     dev.launch(built[i % 3].kernel("th_scale"), {n}, {}, made[i], y, 2.f);
