@@ -312,7 +312,8 @@ TEST(LoadUnitNull, ErrorsFromTheBuildAndFromTheBuffersMadeBesideIt) {
   {
     // where no thread can be started, the buffers are made after the build, on the caller's
     // thread, and a build that fails never makes them: load_unit itself (its file is compiled
-    // again for the tests, with the switch); then its step alone, with a build that looks
+    // again for the tests, with the switch); then its step alone, whose build counts the buffers
+    // asked of the device so far
     struct NoThreads {
       NoThreads() { encore::testing::fail_thread_start = true; }
       ~NoThreads() { encore::testing::fail_thread_start = false; }
