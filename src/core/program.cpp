@@ -65,42 +65,32 @@ static detail::BuildResult build_explained(const Device& dev, const std::string&
 
 namespace {
 
-// What resolve_pointees makes of a program's parameter lists: the lists and its notes.
-struct Resolved {
+// The source of a program built from a binary, read on a second thread beside the driver's build
+// (0.45 + 0.44 ms for train_mlp's program on PoCL, against a 2 ms build): its parameter lists, which
+// the build checks the binary's kernels against, and those lists resolved (resolve_pointees: pointees
+// and inferred access) with its notes. Where the disk cache kept the lists (`known`) only the second
+// reading is left. The future is waited for (or destroyed, which waits) before `source`, `inc` and
+// `options` go; where no thread can be started the reading runs at get().
+struct Aside {
+  detail::SignatureRead read;
   std::vector<detail::KernelSignature> kernels;
   std::vector<std::string> notes;
 };
 
-// resolve_pointees on a second thread, for a build from a binary whose parameter lists are known
-// before it: its second reading of the source (0.44 ms of train_mlp's 4.6 ms warm compile on PoCL) then
-// runs beside the driver's build instead of after it (at get() where no thread can be started). The
-// future is waited for (or destroyed, which waits) before `source`, `inc` and `options` go.
-std::future<Resolved> resolve_aside(const std::vector<detail::KernelSignature>& sigs, const std::string& source, const detail::Includes& inc,
-                                    const std::string& options) {
-  auto work = [sigs = std::vector<detail::KernelSignature>(sigs), &source, &inc, &options]() mutable {
-    std::vector<std::string> notes = detail::resolve_pointees(sigs, source, inc.texts, options, &inc.edges);
-    return Resolved{std::move(sigs), std::move(notes)};
-  };
-  return detail::async_beside(std::move(work));
-}
-
-// Both readings of a saved binary's source: its parameter lists, which the build checks its
-// kernels against, and what resolve_pointees makes of them.
-struct ReadBoth {
-  detail::SignatureRead read;
-  Resolved resolved;
-};
-
-// Both readings on a second thread, beside the driver's build from a saved binary (0.45 + 0.44 ms
-// for train_mlp's program on PoCL, against a 2 ms build), which asks for the lists only once built.
-// As resolve_aside: waited for before `source`, `inc` and `options` go.
-std::future<ReadBoth> read_aside(const std::string& source, const detail::Includes& inc, const std::string& options) {
-  return detail::async_beside([&source, &inc, &options] {
-    ReadBoth r{detail::read_signatures(source, inc.texts, options, &inc.edges), {}};
-    if (r.read.ok()) {
-      r.resolved.kernels = r.read.kernels;
-      r.resolved.notes = detail::resolve_pointees(r.resolved.kernels, source, inc.texts, options, &inc.edges);
+std::future<Aside> read_aside(const std::string& source, const detail::Includes& inc, const std::string& options,
+                              const std::vector<detail::KernelSignature>* known = nullptr) {
+  std::optional<std::vector<detail::KernelSignature>> kept;
+  if (known) kept = *known;  // (the cache entry holding them goes before the reading is waited for)
+  return detail::async_beside([&source, &inc, &options, kept = std::move(kept)]() mutable {
+    Aside r;
+    if (kept) {
+      r.kernels = std::move(*kept);
+    } else {
+      r.read = detail::read_signatures(source, inc.texts, options, &inc.edges);
+      if (!r.read.ok()) return r;
+      r.kernels = r.read.kernels;
     }
+    r.notes = detail::resolve_pointees(r.kernels, source, inc.texts, options, &inc.edges);
     return r;
   });
 }
@@ -108,11 +98,11 @@ std::future<ReadBoth> read_aside(const std::string& source, const detail::Includ
 // Fills `p`'s kernels' pointees and inferred access: from `aside` where it read the lists the build
 // kept (a binary's build keeps the lists it was given), else by reading the source now.
 void resolve(detail::ProgramImpl& p, const std::string& source, const detail::Includes& inc, const std::string& options,
-             Resolved* aside) {
+             Aside* aside) {
   std::vector<std::string> notes;
   bool done = false;
   if (aside) {
-    Resolved& r = *aside;
+    Aside& r = *aside;
     done = r.kernels.size() == p.kernels.size();
     for (size_t k = 0; done && k < r.kernels.size(); ++k) {
       done = r.kernels[k].name == p.kernels[k].name && r.kernels[k].params.size() == p.kernels[k].params.size();
@@ -146,7 +136,7 @@ Program Device::compile(const std::string& source, const std::string& options) c
   p->source = source;
   p->options = options;
   std::string dir = d.is_null() ? std::string() : detail::env::cache_dir();
-  std::future<Resolved> aside;  // (after what it reads: waited for before they go)
+  std::future<Aside> aside;  // (after what it reads: waited for before they go)
   if (!dir.empty() && !inc.resolved) {
     detail::log(LogLevel::info, "program not cached on disk: " + inc.why + ", so the cache could not tell an edited header");
     dir.clear();
@@ -155,7 +145,7 @@ Program Device::compile(const std::string& source, const std::string& options) c
     p->disk_key = detail::cache_key_text(d.cache_key_prefix(), source, options, inc.contents);
     p->disk_path = detail::cache_path(dir, p->disk_key);
     if (auto entry = detail::cache_load(p->disk_path, p->disk_key)) {
-      aside = resolve_aside(entry->kernels, source, inc, options);
+      aside = read_aside(source, inc, options, &entry->kernels);
       try {
         detail::BuildResult r = d.build(source, options, &entry->binary, &entry->kernels);
         p->backend = std::move(r.program);
@@ -187,7 +177,7 @@ Program Device::compile(const std::string& source, const std::string& options) c
   }
   // one place for both backends and for binaries from the disk cache: every launch checks buffers
   // against these (src/exec/eager.cpp)
-  Resolved cached;
+  Aside cached;
   if (p->from_disk) cached = aside.get();
   resolve(*p, source, inc, options, p->from_disk ? &cached : nullptr);
   std::erase_if(d.programs, [](const auto& kv) { return kv.second.expired(); });
@@ -231,12 +221,10 @@ Program Device::compile_binary(const std::string& source, const std::string& opt
   }
   // parameter types from the source, as for a compile (the spec does not promise argument info for
   // a program made from a binary), read beside the driver's build
-  std::future<ReadBoth> aside = read_aside(source, inc, options);
-  std::optional<ReadBoth> both;
-  auto lists = [&]() -> const std::vector<detail::KernelSignature>* {
-    if (!both) both.emplace(aside.get());
-    return both->read.ok() ? &both->read.kernels : nullptr;
-  };
+  std::future<Aside> aside = read_aside(source, inc, options);
+  std::optional<Aside> read;
+  auto reading = [&]() -> Aside& { return read ? *read : read.emplace(aside.get()); };
+  auto lists = [&]() -> const std::vector<detail::KernelSignature>* { return reading().read.ok() ? &read->read.kernels : nullptr; };
   auto p = std::make_shared<ProgramImpl>();
   p->dev = shared_impl();
   p->source = source;
@@ -246,14 +234,13 @@ Program Device::compile_binary(const std::string& source, const std::string& opt
     p->backend = std::move(r.program);
     p->kernels = std::move(r.kernels);
   } catch (const Error& e) {
-    if (!both && !aside.valid()) throw;  // the reading's own error, met in the build's lists()
-    // (an unreadable source is what the binary cannot be used for, whatever the driver said)
-    if (!lists()) return from_source(both->read.unreadable + ", and a program built from a binary takes its parameter types from the source");
+    // (the reading throws nothing of its own but std::bad_alloc, which passes this catch; an
+    // unreadable source is what the binary cannot be used for, whatever the driver said)
+    if (!lists()) return from_source(read->read.unreadable + ", and a program built from a binary takes its parameter types from the source");
     return from_source(std::string("the driver rejected it (") + e.what() + ")");
   }
   p->from_binary = true;
-  (void)lists();  // (taken by the build already: a backend that did not ask still gets them read)
-  resolve(*p, source, inc, options, &both->resolved);
+  resolve(*p, source, inc, options, &reading());
   std::lock_guard<std::mutex> lock(d.programs_mu);
   std::erase_if(d.programs, [](const auto& kv) { return kv.second.expired(); });
   if (!d.programs.count(mem_key)) d.programs[std::move(mem_key)] = p;
