@@ -29,7 +29,7 @@ struct PlanStep {
   bool has_local = false;
   uint32_t dims = 0;
   std::array<SizeRef, 3> g{}, l{};
-  std::vector<uint32_t> ops;      // per operand: its entry
+  std::span<const uint32_t> ops;  // per operand: its entry (in the plan's one array of them)
   std::vector<uint32_t> var_ref;  // per argument: its variable slot (variable arguments only)
   bool cross_device = false;      // some operand lives on another device than the queue (a copy between devices)
 };

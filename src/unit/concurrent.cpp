@@ -49,7 +49,7 @@ void walk_deps(const Plan& p, const std::vector<uint32_t>& replayed, uint32_t ke
   std::vector<int64_t> last_writer(keys, -1);
   std::vector<std::vector<uint32_t>> readers(keys);
   for (uint32_t r = 0; r < replayed.size(); ++r) {
-    const std::vector<ItemAccess>& acc = p.access[replayed[r]];
+    const std::span<const ItemAccess> acc = p.access[replayed[r]];
     for (const ItemAccess& a : acc)
       for (uint32_t f : sharing(a.entry)) {
         if (last_writer[f] >= 0) dep(r, static_cast<uint32_t>(last_writer[f]));

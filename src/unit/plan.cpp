@@ -109,8 +109,8 @@ void classify_entries(Plan& p) {
     if (fresh) p.entries.push_back(PlanEntry{PlanEntry::Kind::fixed, 0, 0, b, false});
     return it->second;
   };
-  p.access.resize(n);
   p.steps.resize(n);
+  p.access.at.reserve(n + 1);
   std::vector<Operand> ops;
   for (uint32_t i = 0; i < n; ++i) {
     const ExecItem& it = p.items[i];
@@ -118,14 +118,16 @@ void classify_entries(Plan& p) {
     ops.clear();
     kind_of(it).operands(it, ops);
     const DeviceImpl* q = kind_of(it).queue(it).get();
-    st.ops.reserve(ops.size());
-    p.access[i].reserve(ops.size());
     for (const Operand& o : ops) {
-      st.ops.push_back(entry(*o.buf));
-      p.access[i].push_back({st.ops.back(), o.access, o.arg});
+      p.operand_entries.push_back(entry(*o.buf));
+      p.access.all.push_back({p.operand_entries.back(), o.access, o.arg});
       st.cross_device = st.cross_device || o.buf->impl()->dev.get() != q;
     }
+    p.access.at.push_back(static_cast<uint32_t>(p.access.all.size()));
   }
+  // (once the array no longer grows; a Plan is moved, never copied, so the views stay valid)
+  for (uint32_t i = 0; i < n; ++i)
+    p.steps[i].ops = std::span<const uint32_t>(p.operand_entries).subspan(p.access.at[i], p.access.at[i + 1] - p.access.at[i]);
 }
 
 // Inputs: an entry inside an input's bytes follows that input on replay (by root, so this stays

@@ -10,6 +10,7 @@
 #include <array>
 #include <atomic>
 #include <memory>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -33,6 +34,15 @@ struct ItemAccess {
   uint32_t entry;
   Access access;
   uint32_t arg;  // the operand's place in its item (Operand::arg)
+};
+
+// A list per item, kept as one array and each item's offset into it: a vector per item was one
+// host allocation per captured item when planned and one free when the unit went.
+template <class T> struct PerItem {
+  std::vector<T> all;
+  std::vector<uint32_t> at{0};  // item i's list is all[at[i], at[i + 1])
+  std::span<const T> operator[](size_t i) const { return {all.data() + at[i], at[i + 1] - at[i]}; }
+  size_t size() const { return at.size() - 1; }
 };
 
 // One distinct buffer handle used by the items, and where its bytes live on replay.
@@ -94,7 +104,8 @@ struct Plan {
   std::vector<PlanStep> steps;  // per item
   std::vector<bool> one_time;
   std::vector<PlanEntry> entries;
-  std::vector<std::vector<ItemAccess>> access;     // per item: the entries it reads and writes
+  PerItem<ItemAccess> access;                      // per item: the entries it reads and writes
+  std::vector<uint32_t> operand_entries;           // per operand of every item: its entry (what steps[i].ops views)
   std::vector<Buffer> inputs, outputs;            // captured
   std::vector<Variable> vars;                      // in order of first use
   std::vector<VarValue> var_init;                  // their values at capture
@@ -107,6 +118,12 @@ struct Plan {
   ItemDeps deps;
   std::vector<std::string> keep_notes;             // ENCORE_DEBUG=1: why items that look one-time are kept
   UnitStats stats;
+
+  Plan() = default;
+  Plan(Plan&&) = default;
+  Plan& operator=(Plan&&) = default;
+  Plan(const Plan&) = delete;  // steps' operand lists view operand_entries: a copy's would view the original's
+  Plan& operator=(const Plan&) = delete;
 
   bool is_internal(const BufferImpl* root) const;
   PlanView view() const { return {steps, size_exprs, vars, sync.peer, sync.split}; }
