@@ -195,10 +195,13 @@ void check_fresh_reads(const Plan& p, const Roots& roots, const std::vector<uint
 
 // What pruning sees of each item: byte ranges by storage, and whether it depends on the call
 // (volatile: never one-time). first_use: per root, the first item that touches it.
-std::vector<PruneItem> prune_items(const Plan& p, const Roots& roots, const FlowShape& shape, const std::vector<uint64_t>& capture_ids,
-                                   std::vector<int64_t>& first_use) {
+PruneItems prune_items(const Plan& p, const Roots& roots, const FlowShape& shape, const std::vector<uint64_t>& capture_ids,
+                       std::vector<int64_t>& first_use) {
   const size_t n = p.items.size();
-  std::vector<PruneItem> pitems(n);
+  PruneItems pitems;
+  pitems.accesses.reserve(p.access.all.size());
+  pitems.first = p.access.at;  // one access per operand, as the plan's
+  pitems.volatile_.resize(n);
   first_use.assign(roots.list.size(), -1);
   for (uint32_t i = 0; i < n; ++i) {
     bool touches_input = false;
@@ -210,21 +213,21 @@ std::vector<PruneItem> prune_items(const Plan& p, const Roots& roots, const Flow
       // since its earlier contents are undefined in eager execution too
       if ((first_use[r] == -1 || first_use[r] == i) && is_fresh(roots.list[r], capture_ids) && write) read = false;
       if (first_use[r] == -1) first_use[r] = i;
-      pitems[i].accesses.push_back({r, b->offset, b->offset + b->nbytes, read, write});
+      pitems.accesses.push_back({r, b->offset, b->offset + b->nbytes, read, write});
       if (p.entries[a.entry].kind == PlanEntry::Kind::input) touches_input = true;
     }
     // native work is opaque: never one-time (it may hold state of its own, or read the clock); an
     // upload from a host input, or a launch with by-value bytes from one, depends on the call like
     // a buffer input
     // an item inside a branch alternative or a loop body runs only when its parent says so
-    pitems[i].volatile_ = touches_input || p.items[i].uses_variables() || kind_of(p.items[i]).opaque || p.items[i].host_slot >= 0 ||
+    pitems.volatile_[i] = touches_input || p.items[i].uses_variables() || kind_of(p.items[i]).opaque || p.items[i].host_slot >= 0 ||
                           host_bytes(p.items[i]) || (p.flow && shape.parent[i] >= 0);
   }
   return pitems;
 }
 
 // The one-time set (DESIGN rule 2): items a replay would only repeat run once, at the first call.
-void one_time_set(Plan& p, const std::vector<PruneItem>& pitems) {
+void one_time_set(Plan& p, const PruneItems& pitems) {
   const size_t n = p.items.size();
   if (!p.opt.prune) {
     p.one_time.assign(n, false);
@@ -276,7 +279,7 @@ void find_flow_tail(Plan& p, const FlowShape& shape) {
 
 // Planning: internal roots untouched by one-time items and cross-device copies, first written.
 std::vector<bool> plannable_roots(const Plan& p, const Roots& roots, const std::vector<BufferImpl*>& internal,
-                                  const std::vector<PruneItem>& pitems, const std::vector<int64_t>& first_use) {
+                                  const PruneItems& pitems, const std::vector<int64_t>& first_use) {
   std::vector<bool> plannable(roots.list.size(), false);
   std::unordered_set<BufferImpl*> internal_set(internal.begin(), internal.end());
   for (uint32_t r = 0; r < roots.list.size(); ++r) plannable[r] = p.opt.plan && internal_set.count(roots.list[r]);
@@ -284,7 +287,7 @@ std::vector<bool> plannable_roots(const Plan& p, const Roots& roots, const std::
     for (size_t k = 0; k < p.access[i].size(); ++k) {
       uint32_t r = roots.of_entry[p.access[i][k].entry];
       if (p.one_time[i] || p.steps[i].cross_device) plannable[r] = false;
-      if (first_use[r] == i && pitems[i].accesses[k].read) plannable[r] = false;  // reads undefined bytes: keep as is
+      if (first_use[r] == i && pitems.accesses[pitems.first[i] + k].read) plannable[r] = false;  // reads undefined bytes: keep as is
     }
   }
   return plannable;
@@ -502,7 +505,7 @@ Plan make_plan(std::vector<ExecItem> items, std::vector<Buffer> inputs, std::vec
   const Roots roots = find_roots(p);
   check_fresh_reads(p, roots, capture_ids);
   std::vector<int64_t> first_use;
-  const std::vector<PruneItem> pitems = prune_items(p, roots, shape, capture_ids, first_use);
+  const PruneItems pitems = prune_items(p, roots, shape, capture_ids, first_use);
   one_time_set(p, pitems);
   find_flow_tail(p, shape);
   const std::vector<bool> plannable = plannable_roots(p, roots, internal, pitems, first_use);

@@ -79,13 +79,35 @@ struct Key {
 
 }  // namespace
 
+// Two positions per access must fit in a uint32_t.
+static void check_accesses(size_t m) {
+  if (m >= UINT32_MAX / 2 - 1) throw Error("pruning: too many accesses (" + std::to_string(m) + ")");
+}
+
 PruneResult prune(std::span<const PruneItem> items) {
+  size_t m = 0;
+  for (const PruneItem& it : items) m += it.accesses.size();
+  check_accesses(m);
+  PruneItems flat;
+  flat.accesses.reserve(m);
+  flat.first.reserve(items.size() + 1);
+  flat.volatile_.reserve(items.size());
+  for (const PruneItem& it : items) {
+    flat.accesses.insert(flat.accesses.end(), it.accesses.begin(), it.accesses.end());
+    flat.first.push_back(static_cast<uint32_t>(flat.accesses.size()));
+    flat.volatile_.push_back(it.volatile_);
+  }
+  return prune(flat);
+}
+
+PruneResult prune(const PruneItems& items) {
   const size_t n = items.size();
   if (n >= no_item - 1) throw Error("pruning: too many items (" + std::to_string(n) + ")");
-  std::vector<uint32_t> first(n + 1, 0);  // item i's spans: [first[i], first[i+1])
-  for (size_t i = 0; i < n; ++i) first[i + 1] = first[i] + static_cast<uint32_t>(items[i].accesses.size());
+  const std::vector<uint32_t>& first = items.first;  // item i's spans: [first[i], first[i+1])
+  if (first.size() != n + 1 || first[0] != 0 || first[n] != items.accesses.size())
+    throw Error("internal error: pruning's item offsets do not match its accesses");
   const size_t m = first[n];
-  if (m >= UINT32_MAX / 2 - 1) throw Error("pruning: too many accesses (" + std::to_string(m) + ")");
+  check_accesses(m);
 
   std::vector<Key> keys;
   keys.reserve(2 * m);
@@ -93,15 +115,15 @@ PruneResult prune(std::span<const PruneItem> items) {
   // one buffer sorts two keys, not two per item
   const PruneAccess* last = nullptr;
   for (size_t i = 0; i < n; ++i)
-    for (size_t k = 0; k < items[i].accesses.size(); ++k) {
-      const PruneAccess& a = items[i].accesses[k];
+    for (uint32_t k = 0; k < first[i + 1] - first[i]; ++k) {
+      const PruneAccess& a = items.accesses[first[i] + k];
       if (a.lo < a.hi) {
         if (last && last->storage == a.storage && last->lo == a.lo && last->hi == a.hi) continue;
         last = &a;
         keys.push_back({a.storage, a.lo, UINT32_MAX});
         keys.push_back({a.storage, a.hi, 0});
       } else {
-        const uint32_t tie = 1 + 2 * (first[i] + static_cast<uint32_t>(k));
+        const uint32_t tie = 1 + 2 * (first[i] + k);
         keys.push_back({a.storage, a.lo, tie});
         keys.push_back({a.storage, a.lo, tie + 1});
       }
@@ -111,8 +133,8 @@ PruneResult prune(std::span<const PruneItem> items) {
   auto pos = [&](const Key& k) { return static_cast<uint32_t>(std::lower_bound(keys.begin(), keys.end(), k) - keys.begin()); };
   std::vector<Span> spans(m);
   for (size_t i = 0; i < n; ++i)
-    for (size_t k = 0; k < items[i].accesses.size(); ++k) {
-      const PruneAccess& a = items[i].accesses[k];
+    for (uint32_t k = 0; k < first[i + 1] - first[i]; ++k) {
+      const PruneAccess& a = items.accesses[first[i] + k];
       Span& s = spans[first[i] + k];
       s.read = a.read;
       s.write = a.write;
@@ -120,7 +142,7 @@ PruneResult prune(std::span<const PruneItem> items) {
         s.rlo = s.wlo = pos({a.storage, a.lo, UINT32_MAX});
         s.rhi = s.whi = pos({a.storage, a.hi, 0});
       } else {
-        s.rlo = pos({a.storage, a.lo, 1 + 2 * (first[i] + static_cast<uint32_t>(k))});
+        s.rlo = pos({a.storage, a.lo, 1 + 2 * (first[i] + k)});
         s.rhi = s.rlo + 1;
         s.wlo = s.rhi;
         s.whi = s.wlo + 1;
@@ -148,7 +170,7 @@ PruneResult prune(std::span<const PruneItem> items) {
       for (uint32_t s = first[i]; s < first[i + 1]; ++s)
         if (spans[s].write) {
           writes.raise(spans[s].wlo, spans[s].whi, ii);
-          if (ENCORE_TESTING_IS(prune_like_tinygrad) && items[i].volatile_) volatile_writes.raise(spans[s].wlo, spans[s].whi, ii);
+          if (ENCORE_TESTING_IS(prune_like_tinygrad) && items.volatile_[i]) volatile_writes.raise(spans[s].wlo, spans[s].whi, ii);
         }
       for (uint32_t s = first[i]; s < first[i + 1] && !own[i]; ++s)
         if (spans[s].read && writes.best(spans[s].rlo, spans[s].rhi) == ii) own[i] = true;
@@ -187,7 +209,7 @@ PruneResult prune(std::span<const PruneItem> items) {
     if (earlier_writer != no_item || later_writer_w[i] != no_item)
       broken(KeepReason::other_writer, earlier_writer != no_item ? earlier_writer : later_writer_w[i]);
     if (own[i]) broken(KeepReason::reads_own_output, ii);
-    if (items[i].volatile_) broken(KeepReason::volatile_, no_item);
+    if (items.volatile_[i]) broken(KeepReason::volatile_, no_item);
     if (std::popcount(why.broken) != 1) {
       why.reason = KeepReason::none;
       why.other = no_item;
@@ -197,7 +219,7 @@ PruneResult prune(std::span<const PruneItem> items) {
     // tinygrad's rule: an item is one-time unless it (or a writer of what it reads) depends on the
     // inputs; a later writer counts as it stands before this item is decided
     if (ENCORE_TESTING_IS(prune_like_tinygrad))
-      one = !items[i].volatile_ && kept_writer == no_item && later_volatile_w[i] == no_item;
+      one = !items.volatile_[i] && kept_writer == no_item && later_volatile_w[i] == no_item;
     res.one_time[i] = one;
     for (uint32_t s = first[i]; s < first[i + 1]; ++s)
       if (spans[s].write) {

@@ -20,6 +20,16 @@ struct PruneItem {
   bool volatile_ = false;  // touches an input or uses a variable: never one-time
 };
 
+// The same items as one array of accesses with each item's offset, as the planner builds them (a
+// vector per item was a host allocation per captured item). Item i's accesses are
+// accesses[first[i], first[i + 1]).
+struct PruneItems {
+  std::vector<PruneAccess> accesses;
+  std::vector<uint32_t> first{0};
+  std::vector<uint8_t> volatile_;  // per item
+  size_t size() const { return volatile_.size(); }
+};
+
 // one_time[i]: item i is in the largest set where every item (a) is not volatile, (b) reads only
 // bytes whose every writer is one-time and stands earlier, (c) is the only writer of what it writes.
 // O(m log m) in the number of accesses m, whatever the sharing.
@@ -55,6 +65,7 @@ struct PruneResult {
 // The one-time set with, for every kept item, the conditions it breaks (same cost as one_time_items).
 // Under the testing::prune_like_tinygrad mutation (test build), `one_time` follows the mutation while `why`
 // states the real rule's conditions (reads_kept_writer against the mutated set).
+ENCORE_API PruneResult prune(const PruneItems& items);
 ENCORE_API PruneResult prune(std::span<const PruneItem> items);
 
 // User-facing advice for a reason, e.g. for reads_own_output: "reads its own output (a

@@ -9,6 +9,7 @@
 #include <random>
 #include <string>
 
+#include "encore/error.hpp"
 #include "unit/prune.hpp"
 
 namespace {
@@ -201,6 +202,24 @@ TEST(Prune, EmptyRanges) {
   // an empty read-write access does not read its own write
   items.push_back({{{1, 20, 20, true, true}}});
   EXPECT_EQ(bits(encore::detail::one_time_items(items)), "111011");
+}
+
+// The planner's form (one array of accesses, each item's offset into it; the list of items above is
+// turned into it, so the random tests check it too) refuses offsets that do not match its accesses
+// before it reads any.
+TEST(Prune, FlatItemsWithOffsetsThatMissAnAccessAreRefused) {
+  encore::detail::PruneItems flat;
+  flat.accesses = {{0, 0, 64, false, true}, {1, 0, 64, false, true}, {0, 0, 32, true, false}};
+  flat.first = {0, 2, 3};
+  flat.volatile_ = {0, 0};
+  EXPECT_EQ(bits(encore::detail::prune(flat).one_time), "11");  // item 1 reads only what one-time item 0 wrote
+  flat.first.back() = 2;  // three accesses, the last item's said to end at the second
+  try {
+    encore::detail::prune(flat);
+    ADD_FAILURE() << "offsets that miss an access were taken";
+  } catch (const encore::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("offsets do not match"), std::string::npos) << e.what();
+  }
 }
 
 // Issue 8 item 12: a constant table whose parameter is not const defaults to inout.
